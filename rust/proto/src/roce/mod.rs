@@ -1,0 +1,49 @@
+//! RoCEv2 transport headers, opcode facts, PSN arithmetic and ICRC.
+//!
+//! Everything here is `no_std`, allocation-free, `unsafe`-free and never
+//! panics on input: every parser returns [`Error`] instead. The directory is
+//! compiled both as the body of the `sroce-proto` crate (host tests) and as a
+//! plain module inside the kernel driver, so files in it refer to each other
+//! only through `super::`, never through `crate::`.
+//!
+//! Wire layout of a RoCEv2 transport packet (the UDP payload, port 4791):
+//!
+//! ```text
+//! BTH (12) | extension headers (per opcode) | payload | pad (0..=3) | ICRC (4)
+//! ```
+//!
+//! All header fields are big-endian; the ICRC is the one exception (see
+//! [`icrc`]).
+
+pub mod aeth;
+pub mod atomic_ack_eth;
+pub mod atomic_eth;
+pub mod bth;
+pub mod deth;
+pub mod error;
+pub mod feth;
+pub mod icrc;
+pub mod ieth;
+pub mod immdt;
+pub mod opcode;
+pub mod packet;
+pub mod psn;
+pub mod reth;
+pub mod soft_crc32;
+mod wire;
+
+pub use aeth::{Aeth, NakCode, Syndrome};
+pub use atomic_ack_eth::AtomicAckEth;
+pub use atomic_eth::AtomicEth;
+pub use bth::Bth;
+pub use deth::Deth;
+pub use error::Error;
+pub use feth::Feth;
+pub use icrc::{Crc32, Icrc, IpHeader};
+pub use ieth::Ieth;
+pub use immdt::ImmDt;
+pub use opcode::{ExtHeader, ExtHeaders, Opcode, OpcodeInfo, Operation, Position, Transport};
+pub use packet::{Headers, Packet};
+pub use psn::Psn;
+pub use reth::Reth;
+pub use soft_crc32::SoftCrc32;

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port attributes, as plain Rust values the driver fills in.
+//!
+//! The `rdma` layer copies them into the C `ib_device_attr` /
+//! `ib_port_attr` the core hands to `query_device` / `query_port`.
+
+use super::bindings;
+
+/// Limits and capabilities reported by `query_device` (`ibv_devinfo -v`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct DeviceAttr {
+    /// System image GUID (network byte order value, as a `u64`).
+    pub(crate) sys_image_guid_be: u64,
+    /// Largest memory region, in bytes.
+    pub(crate) max_mr_size: u64,
+    /// Supported page sizes, as a bit mask of sizes.
+    pub(crate) page_size_cap: u64,
+    /// IEEE OUI of the vendor.
+    pub(crate) vendor_id: u32,
+    /// Queue pairs.
+    pub(crate) max_qp: u32,
+    /// Work requests per queue.
+    pub(crate) max_qp_wr: u32,
+    /// `IB_DEVICE_*` capability bits.
+    pub(crate) device_cap_flags: u64,
+    /// Scatter/gather entries per send and per receive work request.
+    pub(crate) max_sge: u32,
+    /// Scatter/gather entries per RDMA READ.
+    pub(crate) max_sge_rd: u32,
+    /// Completion queues.
+    pub(crate) max_cq: u32,
+    /// Entries per completion queue.
+    pub(crate) max_cqe: u32,
+    /// Memory regions.
+    pub(crate) max_mr: u32,
+    /// Protection domains.
+    pub(crate) max_pd: u32,
+    /// Outstanding RDMA READ/atomic per QP as responder and as initiator.
+    pub(crate) max_qp_rd_atom: u32,
+    /// Total responder resources for RDMA READ/atomic.
+    pub(crate) max_res_rd_atom: u32,
+    /// Shared receive queues.
+    pub(crate) max_srq: u32,
+    /// Work requests per shared receive queue.
+    pub(crate) max_srq_wr: u32,
+    /// Scatter/gather entries per shared receive queue work request.
+    pub(crate) max_srq_sge: u32,
+    /// Address handles.
+    pub(crate) max_ah: u32,
+    /// Memory windows.
+    pub(crate) max_mw: u32,
+    /// Pages in one fast-registration page list.
+    pub(crate) max_fast_reg_page_list_len: u32,
+    /// P_Key table size.
+    pub(crate) max_pkeys: u16,
+    /// Local CA ACK delay (log2 of 4.096 us units).
+    pub(crate) local_ca_ack_delay: u8,
+    /// Whether atomics are supported, and how (`IB_ATOMIC_*`).
+    pub(crate) atomic_cap_hca: bool,
+    /// Whether `rdma link delete` may remove the device.
+    pub(crate) allow_user_unregister: bool,
+}
+
+impl DeviceAttr {
+    /// Copies the values into the C struct the core passed in.
+    pub(super) fn write_to(&self, out: &mut bindings::ib_device_attr) {
+        out.sys_image_guid = self.sys_image_guid_be;
+        out.max_mr_size = self.max_mr_size;
+        out.page_size_cap = self.page_size_cap;
+        out.vendor_id = self.vendor_id;
+        out.max_qp = self.max_qp;
+        out.max_qp_wr = self.max_qp_wr;
+        out.device_cap_flags = self.device_cap_flags;
+        out.max_send_sge = self.max_sge;
+        out.max_recv_sge = self.max_sge;
+        out.max_sge_rd = self.max_sge_rd;
+        out.max_cq = self.max_cq;
+        out.max_cqe = self.max_cqe;
+        out.max_mr = self.max_mr;
+        out.max_pd = self.max_pd;
+        out.max_qp_rd_atom = self.max_qp_rd_atom;
+        out.max_qp_init_rd_atom = self.max_qp_rd_atom;
+        out.max_res_rd_atom = self.max_res_rd_atom;
+        out.max_srq = self.max_srq;
+        out.max_srq_wr = self.max_srq_wr;
+        out.max_srq_sge = self.max_srq_sge;
+        out.max_ah = self.max_ah;
+        out.max_mw = self.max_mw;
+        out.max_fast_reg_page_list_len = self.max_fast_reg_page_list_len;
+        out.max_pkeys = self.max_pkeys;
+        out.local_ca_ack_delay = self.local_ca_ack_delay;
+        out.atomic_cap = if self.atomic_cap_hca {
+            bindings::ib_atomic_cap_IB_ATOMIC_HCA
+        } else {
+            bindings::ib_atomic_cap_IB_ATOMIC_NONE
+        };
+        if self.allow_user_unregister {
+            out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+        }
+    }
+}
+
+/// Port state as the verbs report it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum PortState {
+    /// No usable link.
+    #[default]
+    Down,
+    /// Link up and usable.
+    Active,
+}
+
+/// Physical port state (`IB_PORT_PHYS_STATE_*`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum PhysState {
+    /// Administratively down.
+    #[default]
+    Disabled,
+    /// Up, waiting for carrier.
+    Polling,
+    /// Carrier present.
+    LinkUp,
+}
+
+/// IB MTU values (`enum ib_mtu`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(u32)]
+pub(crate) enum IbMtu {
+    /// 256 bytes.
+    #[default]
+    Mtu256 = 1,
+    /// 512 bytes.
+    Mtu512 = 2,
+    /// 1024 bytes.
+    Mtu1024 = 3,
+    /// 2048 bytes.
+    Mtu2048 = 4,
+    /// 4096 bytes.
+    Mtu4096 = 5,
+}
+
+impl IbMtu {
+    /// The largest IB MTU not above `bytes`, if any.
+    pub(crate) fn at_most(bytes: u32) -> Option<Self> {
+        Some(match bytes {
+            4096.. => Self::Mtu4096,
+            2048.. => Self::Mtu2048,
+            1024.. => Self::Mtu1024,
+            512.. => Self::Mtu512,
+            256.. => Self::Mtu256,
+            _ => return None,
+        })
+    }
+}
+
+/// Attributes reported by `query_port`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PortAttr {
+    /// Logical state.
+    pub(crate) state: PortState,
+    /// Physical state.
+    pub(crate) phys_state: PhysState,
+    /// Largest MTU the port supports.
+    pub(crate) max_mtu: IbMtu,
+    /// MTU in use.
+    pub(crate) active_mtu: IbMtu,
+    /// Underlying link MTU in bytes.
+    pub(crate) phys_mtu: u32,
+    /// GID table length.
+    pub(crate) gid_tbl_len: u32,
+    /// `IB_PORT_*` capability bits.
+    pub(crate) port_cap_flags: u32,
+    /// Largest message, in bytes.
+    pub(crate) max_msg_sz: u32,
+    /// P_Key table length.
+    pub(crate) pkey_tbl_len: u16,
+    /// Virtual lanes.
+    pub(crate) max_vl_num: u8,
+}
+
+impl PortAttr {
+    /// Copies the values into the C struct the core passed in.
+    pub(super) fn write_to(&self, out: &mut bindings::ib_port_attr) {
+        out.state = match self.state {
+            PortState::Down => bindings::ib_port_state_IB_PORT_DOWN,
+            PortState::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
+        };
+        out.phys_state = match self.phys_state {
+            PhysState::Disabled => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
+            PhysState::Polling => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING,
+            PhysState::LinkUp => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
+        } as u8;
+        out.max_mtu = self.max_mtu as u32;
+        out.active_mtu = self.active_mtu as u32;
+        out.phys_mtu = self.phys_mtu;
+        out.gid_tbl_len = i32::try_from(self.gid_tbl_len).unwrap_or(i32::MAX);
+        out.port_cap_flags = self.port_cap_flags;
+        out.max_msg_sz = self.max_msg_sz;
+        out.pkey_tbl_len = self.pkey_tbl_len;
+        out.max_vl_num = self.max_vl_num;
+    }
+}
+
+/// What never changes about a port (`ib_port_immutable`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PortImmutable {
+    /// P_Key table length.
+    pub(crate) pkey_tbl_len: u32,
+    /// GID table length.
+    pub(crate) gid_tbl_len: u32,
+    /// Largest MAD the port handles.
+    pub(crate) max_mad_size: u32,
+}

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_device`: allocation, registration, callbacks and teardown.
+//!
+//! A provider's device is a [`Device<T>`]: the C `ib_device` at offset 0
+//! (the RDMA core requires it), then the driver's data `T`. Allocation gives
+//! a [`NewDevice`] the driver configures and registers; after registration
+//! the RDMA core owns the lifetime (`rdma link delete`, netdev removal or
+//! module unload unregister it, and `dealloc_driver` drops `T`). A
+//! [`Registry`] keeps the driver's live devices so module unload can
+//! unregister exactly its own devices, never another provider's that shares
+//! the driver id (sroce presents rxe's id for userspace compatibility).
+
+use super::{
+    attr::{DeviceAttr, PortAttr, PortImmutable},
+    bindings,
+    netdev::NetDevice,
+    ucontext::{self, UContext},
+};
+use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
+use kernel::{
+    error::{from_result, to_result},
+    new_mutex,
+    prelude::*,
+    str::CStr,
+    sync::{Arc, Mutex},
+    types::Opaque,
+    ThisModule,
+};
+use pin_init::PinInit;
+
+/// The port number of a single-port device. The RDMA core numbers ports from 1.
+pub(crate) const PORT: u32 = 1;
+
+/// What a provider implements: the device's data type and its verbs.
+///
+/// Verbs without a method here are left NULL in `ib_device_ops`, so the core
+/// answers `EOPNOTSUPP` for them.
+pub(crate) trait Driver: Sized + Send + Sync + 'static {
+    /// State of one user context (one open of `/dev/infiniband/uverbsN`).
+    type UContext: Send + Sync;
+
+    /// `RDMA_DRIVER_*` id, which userspace uses to pick its provider library.
+    const DRIVER_ID: u32;
+    /// Version of the provider's userspace ABI.
+    const UVERBS_ABI_VERSION: u32;
+
+    /// Device attributes (`ibv_query_device`).
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
+    /// Port attributes (`ibv_query_port`). `port` is already checked.
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
+    /// Immutable port facts, read once at registration.
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+    /// P_Key table entry `index`.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+    /// A new user context.
+    fn alloc_ucontext(dev: &Device<Self>) -> Result<Self::UContext>;
+}
+
+/// A registered or registering RDMA device with driver data `T`.
+///
+/// # Invariants
+///
+/// - `ib` is at offset 0 and was allocated by `_ib_alloc_device` with the size
+///   of `Self`; the RDMA core owns the allocation.
+/// - `registry` and `data` are initialised from the moment the core can call
+///   any driver callback until `dealloc_driver`, which drops them.
+#[repr(C)]
+pub(crate) struct Device<T: Driver> {
+    ib: Opaque<bindings::ib_device>,
+    registry: Arc<Registry<T>>,
+    data: T,
+}
+
+impl<T: Driver> Device<T> {
+    /// The driver's data.
+    pub(crate) fn data(&self) -> &T {
+        &self.data
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// Borrows the device from the `ib_device` the core passed to a callback.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be the `ib_device` of a live `Device<T>` of this `T`, which
+    /// holds whenever the core calls one of the callbacks [`VTable<T>`]
+    /// installed, until `dealloc_driver` returns.
+    unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `ib` is at offset 0 of a live `Device<T>` (caller).
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    /// The net device bound to `port`, with a reference held until the
+    /// returned value is dropped.
+    pub(crate) fn netdev(&self, port: u32) -> Option<NetDevRef> {
+        // SAFETY: `as_raw()` is a live ib_device; the call returns a held
+        // reference or NULL.
+        let nd = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
+        NonNull::new(nd).map(NetDevRef)
+    }
+
+    /// The link speed and width of `port`, derived from its net device.
+    pub(crate) fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let mut speed = 0u16;
+        let mut width = 0u8;
+        // SAFETY: a live ib_device and two valid out-pointers.
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width)
+        })?;
+        Ok((speed, width))
+    }
+}
+
+/// A net device reference taken by [`Device::netdev`]; released on drop.
+///
+/// # Invariants
+///
+/// Holds one `dev_hold` reference on a live net device.
+pub(crate) struct NetDevRef(NonNull<bindings::net_device>);
+
+impl core::ops::Deref for NetDevRef {
+    type Target = NetDevice;
+    fn deref(&self) -> &NetDevice {
+        // SAFETY: the held reference keeps the net device alive while `self` lives.
+        unsafe { NetDevice::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetDevRef {
+    fn drop(&mut self) {
+        // SAFETY: releases the reference this value owns (type invariant).
+        unsafe { bindings::sroce_dev_put(self.0.as_ptr()) };
+    }
+}
+
+/// A device allocated and configured but not (yet) registered.
+///
+/// # Invariants
+///
+/// Owns the allocation of a `Device<T>` whose `registry` and `data` are
+/// initialised and whose ops are installed; dropping it frees the device.
+pub(crate) struct NewDevice<T: Driver>(NonNull<Device<T>>);
+
+impl<T: Driver> NewDevice<T> {
+    /// Allocates a device in the initial network namespace, as software
+    /// providers do in the RDMA core's shared-namespace mode.
+    pub(crate) fn new(
+        module: &'static ThisModule,
+        registry: &Arc<Registry<T>>,
+        data: impl PinInit<T, Error>,
+    ) -> Result<Self> {
+        const {
+            assert!(core::mem::offset_of!(Device<T>, ib) == 0);
+            // kzalloc guarantees 8-byte alignment for these sizes.
+            assert!(core::mem::align_of::<Device<T>>() <= 8);
+        }
+        // SAFETY: `init_net` is a static that lives forever; the size is
+        // at least that of `ib_device` since `ib` is the first field.
+        let ib = unsafe {
+            bindings::_ib_alloc_device(size_of::<Device<T>>(), &raw mut bindings::init_net)
+        };
+        let dev = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
+        let p = dev.as_ptr();
+
+        // SAFETY: `p` is a fresh, zeroed allocation of `Device<T>` size and
+        // alignment; the fields are written before anything reads them.
+        unsafe { (&raw mut (*p).registry).write(registry.clone()) };
+        // SAFETY: as above; `data` is never moved afterwards (the core owns
+        // the allocation and never relocates it).
+        if let Err(e) = unsafe { data.__init(&raw mut (*p).data) } {
+            // SAFETY: ops are not installed yet, so `ib_dealloc_device` does
+            // not call `dealloc_driver`; drop what was initialised here.
+            unsafe {
+                core::ptr::drop_in_place(&raw mut (*p).registry);
+                bindings::ib_dealloc_device(ib);
+            }
+            return Err(e);
+        }
+
+        let ops = VTable::<T>::build(module);
+        // SAFETY: `ib` is a live, unregistered ib_device; the core copies `ops`.
+        unsafe {
+            bindings::ib_set_device_ops(ib, &ops);
+            (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            (*ib).phys_port_cnt = PORT;
+            (*ib).local_dma_lkey = 0;
+        }
+        // INVARIANT: fields initialised and ops installed above.
+        Ok(Self(dev))
+    }
+
+    fn ib(&self) -> *mut bindings::ib_device {
+        self.0.as_ptr().cast()
+    }
+
+    /// Sets the node GUID (a big-endian value stored as `u64`).
+    pub(crate) fn set_node_guid(&mut self, guid_be: u64) {
+        // SAFETY: the device is not registered, so nothing else reads it.
+        unsafe { (*self.ib()).node_guid = guid_be };
+    }
+
+    /// Sets the node description shown by `ibv_devinfo -v`.
+    pub(crate) fn set_node_desc(&mut self, desc: &CStr) {
+        // SAFETY: the device is not registered; the copy is bounded by the
+        // destination size and leaves a terminating NUL.
+        unsafe {
+            let dst = &mut (*self.ib()).node_desc;
+            let src = desc.to_bytes();
+            let n = src.len().min(dst.len() - 1);
+            for (d, s) in dst.iter_mut().zip(&src[..n]) {
+                *d = *s as kernel::ffi::c_char;
+            }
+        }
+    }
+
+    /// Sets how many completion vectors the device offers.
+    pub(crate) fn set_num_comp_vectors(&mut self, n: u32) {
+        // SAFETY: the device is not registered.
+        unsafe { (*self.ib()).num_comp_vectors = n.clamp(1, i32::MAX as u32) as i32 };
+    }
+
+    /// Binds the device's port to `ndev`; the core holds a reference on it
+    /// from now until the device is released.
+    pub(crate) fn set_netdev(&mut self, ndev: &NetDevice) -> Result {
+        // SAFETY: both devices are live; `ndev` is registered (the caller got
+        // it from the RDMA core's link code, which holds a reference).
+        to_result(unsafe { bindings::ib_device_set_netdev(self.ib(), ndev.as_raw(), PORT) })
+    }
+
+    /// Registers the device under `name`. From here on the RDMA core owns it.
+    pub(crate) fn register(self, name: &CStr) -> Result {
+        // SAFETY: `data` is initialised (type invariant).
+        let registry = unsafe { &(*self.0.as_ptr()).registry }.clone();
+        registry.add(self.0)?;
+        // SAFETY: a live, configured, unregistered device and a valid name;
+        // software providers pass no DMA device.
+        let ret = unsafe {
+            bindings::sroce_ib_mark_name_assigned_by_user(self.ib());
+            bindings::ib_register_device(self.ib(), name.as_char_ptr(), core::ptr::null_mut())
+        };
+        if ret != 0 {
+            registry.remove(self.0);
+            // Dropping `self` deallocates, as `ib_register_device` requires
+            // of its caller on failure.
+            return Err(Error::from_errno(ret));
+        }
+        core::mem::forget(self);
+        Ok(())
+    }
+}
+
+impl<T: Driver> Drop for NewDevice<T> {
+    fn drop(&mut self) {
+        // SAFETY: we own an unregistered device; `ib_dealloc_device` calls
+        // `dealloc_driver`, which drops `registry` and `data`.
+        unsafe { bindings::ib_dealloc_device(self.ib()) };
+    }
+}
+
+/// A raw device pointer kept in a [`Registry`].
+struct Entry<T: Driver>(NonNull<Device<T>>);
+
+// SAFETY: the pointer is only dereferenced under the registry lock while the
+// device is known to be alive (it is removed in `dealloc_driver`).
+unsafe impl<T: Driver> Send for Entry<T> {}
+
+/// The live devices of one driver.
+///
+/// A device is in the registry from just before `ib_register_device` until
+/// its `dealloc_driver`, so a pointer found under the lock is always a live
+/// device.
+#[pin_data]
+pub(crate) struct Registry<T: Driver> {
+    #[pin]
+    devices: Mutex<KVec<Entry<T>>>,
+}
+
+impl<T: Driver> Registry<T> {
+    /// An empty registry.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                devices <- new_mutex!(KVec::new(), "sroce::registry"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn add(&self, dev: NonNull<Device<T>>) -> Result {
+        self.devices.lock().push(Entry(dev), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn remove(&self, dev: NonNull<Device<T>>) {
+        let mut devices = self.devices.lock();
+        devices.retain(|e| e.0 != dev);
+    }
+
+    /// Queues the unregistration of this driver's device bound to `ndev`, if
+    /// any. Used when the net device goes away.
+    pub(crate) fn unregister_for_netdev(&self, ndev: &NetDevice) -> bool {
+        self.with_netdev_device(ndev, |ib| {
+            // SAFETY: `ib` is registered and we hold a registration reference
+            // (from `ib_device_get_by_netdev`); the core queues the work and
+            // takes its own reference.
+            unsafe { bindings::ib_unregister_device_queued(ib) }
+        })
+        .is_some()
+    }
+
+    fn with_netdev_device<R>(
+        &self,
+        ndev: &NetDevice,
+        f: impl FnOnce(*mut bindings::ib_device) -> R,
+    ) -> Option<R> {
+        // SAFETY: `ndev` is live; the core returns a device with a
+        // registration reference held, or NULL.
+        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID) };
+        if ib.is_null() {
+            return None;
+        }
+        let ours = self
+            .devices
+            .lock()
+            .iter()
+            .any(|e| e.0.as_ptr().cast() == ib);
+        let r = if ours { Some(f(ib)) } else { None };
+        // SAFETY: drops the reference `ib_device_get_by_netdev` took.
+        unsafe { bindings::ib_device_put(ib) };
+        r
+    }
+
+    /// Unregisters every device of this driver and waits until each has been
+    /// released by `dealloc_driver`. Call after new devices can no longer be
+    /// created (the link type is unregistered).
+    pub(crate) fn unregister_all(&self) {
+        loop {
+            let ib = {
+                let devices = self.devices.lock();
+                let Some(e) = devices.first() else { break };
+                let ib: *mut bindings::ib_device = e.0.as_ptr().cast();
+                // SAFETY: the device is live while in the registry and we hold
+                // the lock that `dealloc_driver` needs to remove it; this
+                // reference keeps the memory alive after we drop the lock.
+                unsafe { bindings::get_device(&raw mut (*ib).__bindgen_anon_1.dev) };
+                ib
+            };
+            // SAFETY: we hold a device reference. `ib_unregister_device`
+            // unregisters it, or waits for a concurrent unregistration, and
+            // in both cases `dealloc_driver` has run when it returns.
+            unsafe {
+                bindings::ib_unregister_device(ib);
+                bindings::put_device(&raw mut (*ib).__bindgen_anon_1.dev);
+            }
+        }
+    }
+}
+
+/// The `ib_device_ops` callbacks for a driver `T`.
+struct VTable<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> VTable<T> {
+    fn build(module: &'static ThisModule) -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            owner: module.as_ptr().cast(),
+            driver_id: T::DRIVER_ID,
+            uverbs_abi_ver: T::UVERBS_ABI_VERSION,
+            dealloc_driver: Some(Self::dealloc_driver),
+            query_device: Some(Self::query_device),
+            query_port: Some(Self::query_port),
+            get_port_immutable: Some(Self::get_port_immutable),
+            get_link_layer: Some(Self::get_link_layer),
+            query_pkey: Some(Self::query_pkey),
+            alloc_ucontext: Some(ucontext::alloc::<T>),
+            dealloc_ucontext: Some(ucontext::dealloc::<T>),
+            size_ib_ucontext: size_of::<UContext<T>>(),
+            ..Default::default()
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called once by the core, after which it never calls into `T` again.
+    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        let p = ib.cast::<Device<T>>();
+        // SAFETY: the fields are initialised (type invariant of `Device`) and
+        // this is their last use; the core frees the memory afterwards.
+        unsafe {
+            (*p).registry.remove(NonNull::new_unchecked(p));
+            core::ptr::drop_in_place(&raw mut (*p).data);
+            core::ptr::drop_in_place(&raw mut (*p).registry);
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a live device of this driver and valid
+    /// argument pointers.
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: `udata` is NULL or a valid ib_udata from the core.
+            if !udata.is_null() && unsafe { (*udata).inlen != 0 || (*udata).outlen != 0 } {
+                // Provider-specific query data is not part of the rxe ABI.
+                return Err(EINVAL);
+            }
+            // SAFETY: callback on a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::query_device(dev)?;
+            // SAFETY: `attr` points to a valid struct owned by the caller.
+            a.write_to(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a live device of this driver and valid
+    /// argument pointers.
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            if port != PORT {
+                return Err(EINVAL);
+            }
+            // SAFETY: callback on a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::query_port(dev, port)?;
+            // SAFETY: `attr` points to a valid struct owned by the caller.
+            let out = unsafe { &mut *attr };
+            a.write_to(out);
+            if let Ok((speed, width)) = dev.eth_speed(port) {
+                out.active_speed = speed;
+                out.active_width = width;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a live device of this driver and valid
+    /// argument pointers.
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        out: *mut bindings::ib_port_immutable,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            if port != PORT {
+                return Err(EINVAL);
+            }
+            // SAFETY: callback on a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let im = T::port_immutable(dev, port)?;
+            // SAFETY: `out` points to a valid struct owned by the caller.
+            let out = unsafe { &mut *out };
+            out.core_cap_flags = bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+            out.pkey_tbl_len = i32::try_from(im.pkey_tbl_len).map_err(|_| EINVAL)?;
+            out.gid_tbl_len = i32::try_from(im.gid_tbl_len).map_err(|_| EINVAL)?;
+            out.max_mad_size = im.max_mad_size;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a live device of this driver and valid
+    /// argument pointers.
+    unsafe extern "C" fn get_link_layer(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> bindings::rdma_link_layer {
+        bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a live device of this driver and valid
+    /// argument pointers.
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            if port != PORT {
+                return Err(EINVAL);
+            }
+            // SAFETY: callback on a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let v = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is a valid out-pointer from the caller.
+            unsafe { *pkey = v };
+            Ok(0)
+        })
+    }
+}
+
+/// Borrows the device behind a core object's `device` pointer.
+///
+/// # Safety
+///
+/// `ib` must belong to a live `Device<T>` (as in [`Device::from_raw`]).
+pub(super) unsafe fn device_from_raw<'a, T: Driver>(ib: *mut bindings::ib_device) -> &'a Device<T> {
+    // SAFETY: forwarded to the caller.
+    unsafe { Device::from_raw(ib) }
+}
+
+/// Whether any RDMA device (of any provider) is bound to `ndev`.
+pub(crate) fn netdev_has_rdma_device(ndev: &NetDevice) -> bool {
+    // SAFETY: `ndev` is live; a non-NULL result carries a registration
+    // reference, dropped right away.
+    let ib = unsafe {
+        bindings::ib_device_get_by_netdev(
+            ndev.as_raw(),
+            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+        )
+    };
+    if ib.is_null() {
+        return false;
+    }
+    // SAFETY: releases the reference taken above.
+    unsafe { bindings::ib_device_put(ib) };
+    true
+}

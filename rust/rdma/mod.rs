@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe abstractions over the kernel's RDMA core for a software RoCE provider.
+//!
+//! C headers: `include/rdma/ib_verbs.h`, `include/rdma/rdma_netlink.h`.
+//!
+//! This is the only part of sroce that touches raw bindings or contains
+//! `unsafe`. The driver (`crate::sroce`) sees typed values: [`device::Device`]
+//! with its per-device data, [`netdev::NetDevice`] references, attribute
+//! structs it fills in, and the link/notifier registrations it owns.
+
+pub(crate) mod attr;
+pub(crate) mod bindings;
+pub(crate) mod device;
+pub(crate) mod link;
+pub(crate) mod netdev;
+pub(crate) mod notifier;
+pub(crate) mod ucontext;

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One sroce device: its state and the device/port queries.
+
+use super::limits;
+use crate::rdma::{
+    attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
+    device::{Device, Driver},
+};
+use kernel::prelude::*;
+
+/// `RDMA_DRIVER_RXE`: rdma-core picks its `rxe` provider library by this id,
+/// which is what makes unmodified userspace work with sroce.
+const RDMA_DRIVER_RXE: u32 = crate::rdma::bindings::rdma_driver_id_RDMA_DRIVER_RXE;
+/// The rxe provider's userspace ABI version (`RXE_UVERBS_ABI_VERSION`).
+const RXE_UVERBS_ABI_VERSION: u32 = 2;
+
+/// Per-device state of sroce.
+#[pin_data]
+pub(crate) struct SroceDevice {
+    /// System image GUID, equal to the node GUID (one port, one node).
+    sys_image_guid_be: u64,
+}
+
+impl SroceDevice {
+    /// State for a device whose node GUID is `guid_be`.
+    pub(crate) fn new(guid_be: u64) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            sys_image_guid_be: guid_be,
+        })
+    }
+}
+
+/// Per-user-context state. Empty until the verbs that need it arrive.
+pub(crate) struct SroceUContext;
+
+impl Driver for SroceDevice {
+    type UContext = SroceUContext;
+    const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
+    const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
+        Ok(limits::device_attr(dev.data().sys_image_guid_be))
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {
+        let ndev = dev.netdev(port).ok_or(ENODEV)?;
+        // The port follows its net device: state and MTU are read live, so
+        // `ip link set` changes show at the next query.
+        let state = ndev.ib_port_state();
+        let phys_state = match state {
+            PortState::Active => PhysState::LinkUp,
+            PortState::Down if ndev.is_up() => PhysState::Polling,
+            PortState::Down => PhysState::Disabled,
+        };
+        Ok(PortAttr {
+            state,
+            phys_state,
+            max_mtu: limits::MAX_IB_MTU,
+            active_mtu: limits::ib_mtu_for(ndev.mtu()).unwrap_or(IbMtu::Mtu256),
+            phys_mtu: ndev.mtu(),
+            gid_tbl_len: limits::GID_TABLE_LEN,
+            port_cap_flags: limits::PORT_CAP_CM_SUP,
+            max_msg_sz: limits::MAX_MSG_SIZE,
+            pkey_tbl_len: 1,
+            max_vl_num: 1,
+        })
+    }
+
+    fn port_immutable(_dev: &Device<Self>, _port: u32) -> Result<PortImmutable> {
+        Ok(limits::port_immutable())
+    }
+
+    fn query_pkey(_dev: &Device<Self>, _port: u32, index: u16) -> Result<u16> {
+        match index {
+            0 => Ok(limits::DEFAULT_PKEY),
+            _ => Err(EINVAL),
+        }
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>) -> Result<SroceUContext> {
+        Ok(SroceUContext)
+    }
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rdma link add NAME type sroce netdev DEV`.
+
+use super::{device::SroceDevice, guid::eui64_from_mac};
+use crate::rdma::{
+    device::{NewDevice, Registry},
+    link::LinkType,
+    netdev::NetDevice,
+};
+use kernel::{prelude::*, str::CStr, sync::Arc, ThisModule};
+
+/// The driver as a whole: what `newlink` and the netdev notifier share.
+pub(crate) struct SroceDriver {
+    pub(crate) module: &'static ThisModule,
+    pub(crate) registry: Arc<Registry<SroceDevice>>,
+}
+
+impl LinkType for SroceDriver {
+    const NAME: &'static CStr = c"sroce";
+
+    fn newlink(&self, name: &CStr, ndev: &NetDevice) -> Result {
+        check_netdev(ndev)?;
+        if crate::rdma::device::netdev_has_rdma_device(ndev) {
+            pr_err!("{}: {} already has an RDMA device\n", name, ndev.name());
+            return Err(EEXIST);
+        }
+        let mac = ndev.mac().ok_or(EINVAL)?;
+        let guid_be = u64::from_ne_bytes(eui64_from_mac(mac));
+
+        let mut dev = NewDevice::new(self.module, &self.registry, SroceDevice::new(guid_be))?;
+        dev.set_node_guid(guid_be);
+        dev.set_node_desc(c"sroce");
+        dev.set_num_comp_vectors(kernel::cpu::nr_cpu_ids());
+        dev.set_netdev(ndev)?;
+        dev.register(name).inspect_err(|e| {
+            pr_err!("{}: registration failed: {:?}\n", name, e);
+        })?;
+        pr_info!("{}: created on {}\n", name, ndev.name());
+        Ok(())
+    }
+}
+
+/// sroce runs over Ethernet: RoCEv2 needs an Ethernet-framed device with a
+/// MAC address, and a loopback device has no peer to talk to.
+fn check_netdev(ndev: &NetDevice) -> Result {
+    if ndev.is_loopback() {
+        pr_err!(
+            "{} is a loopback device; sroce needs an Ethernet device\n",
+            ndev.name()
+        );
+        return Err(EINVAL);
+    }
+    if !ndev.is_ethernet() {
+        pr_err!(
+            "{} is not an Ethernet device (type {}); sroce needs one\n",
+            ndev.name(),
+            ndev.link_type()
+        );
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The sroce provider: devices bound to net devices, presenting rxe's
+//! userspace ABI so unmodified rdma-core drives them.
+
+pub(crate) mod device;
+pub(crate) mod events;
+pub(crate) mod guid;
+pub(crate) mod limits;
+pub(crate) mod link;

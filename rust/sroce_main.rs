@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! sroce: a software RDMA over Converged Ethernet (RoCEv2) provider.
+//!
+//! Layers, each in its own directory:
+//! - `rdma/`: safe abstractions over the kernel's RDMA core (the only code
+//!   with raw bindings and `unsafe`);
+//! - `sroce/`: the provider built on them;
+//! - `proto/`: the protocol core (packet formats, PSN logic), plain `no_std`
+//!   Rust with no kernel dependency, also built and tested on the host.
+
+mod rdma;
+mod sroce;
+
+#[path = "proto/src/roce/mod.rs"]
+pub mod roce;
+
+use kernel::{prelude::*, sync::Arc};
+use rdma::{device::Registry, link::LinkRegistration, notifier::NetdevNotifier};
+use sroce::link::SroceDriver;
+
+module! {
+    type: SroceModule,
+    name: "sroce",
+    authors: ["The sroce developers"],
+    description: "Software RoCEv2 RDMA provider with multi-session QPs",
+    license: "GPL",
+    alias: ["rdma-link-sroce"],
+}
+
+struct SroceModule {
+    driver: Arc<SroceDriver>,
+    link: Option<LinkRegistration<SroceDriver>>,
+    notifier: Option<NetdevNotifier<SroceDriver>>,
+}
+
+impl kernel::Module for SroceModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let driver = Arc::new(
+            SroceDriver {
+                module,
+                registry: Registry::new()?,
+            },
+            GFP_KERNEL,
+        )?;
+        // The notifier first: a device may only exist while something will
+        // remove it when its net device goes away.
+        let notifier = NetdevNotifier::new(driver.clone())?;
+        let link = LinkRegistration::new(driver.clone())?;
+        pr_info!("loaded\n");
+        Ok(Self {
+            driver,
+            link: Some(link),
+            notifier: Some(notifier),
+        })
+    }
+}
+
+impl Drop for SroceModule {
+    fn drop(&mut self) {
+        // No new devices, then none left, then stop watching net devices.
+        drop(self.link.take());
+        self.driver.registry.unregister_all();
+        drop(self.notifier.take());
+        pr_info!("unloaded\n");
+    }
+}

@@ -1,0 +1,475 @@
+# Helpers for sroce's VM selftests. Source it from a test; do not run it.
+# Runs inside the test VM as root (see vm-main.sh), one bash per test.
+# shellcheck shell=bash
+#
+# Environment (set by run.sh / vm-main.sh):
+#   SROCE_KO          path of sroce.ko
+#   RXE_KO            path of the kernel tree's rdma_rxe.ko
+#   SROCE_TESTS_TYPE  "sroce" (default) or "rxe": which provider the generic
+#                     tests drive. LINK_TYPE may be set directly instead.
+#   TEST_TMP          a scratch directory for this test (made here if unset)
+#
+# RDMA and network namespaces: the rdma subsystem stays in its default
+# "shared" netns mode (`rdma system` -> "netns shared"). An rdma device
+# created on a netdev that lives in h1 is then visible from every namespace,
+# so tools select it by name (-d sroce1) and by GID index (-g / -x). We do
+# not use "exclusive" mode: that is not what users run, and it would need
+# `rdma dev set DEV netns NS` after every link add. Two things follow from
+# shared mode, and the helpers respect them:
+#   - `rdma link add` resolves the netdev in the caller's namespace, so it
+#     must run inside the netdev's namespace (add_link does `ip netns exec`);
+#   - `rdma link show` prints "netdev v1" only when run in v1's namespace.
+
+set -euo pipefail
+
+SELFTESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SROCE_KO=${SROCE_KO:-$(cd "$SELFTESTS_DIR/.." && pwd)/sroce.ko}
+RXE_KO=${RXE_KO:-}
+LINK_TYPE=${LINK_TYPE:-${SROCE_TESTS_TYPE:-sroce}}
+TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+if [[ -z ${TEST_TMP:-} ]]; then
+	TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sroce-test.XXXXXX")
+fi
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+case $LINK_TYPE in
+sroce)
+	MOD_KO=$SROCE_KO
+	MOD_NAME=sroce
+	;;
+rxe)
+	MOD_KO=$RXE_KO
+	MOD_NAME=rdma_rxe
+	;;
+*)
+	echo "FAIL: unknown LINK_TYPE '$LINK_TYPE' (sroce or rxe)" >&2
+	exit 1
+	;;
+esac
+# The devices the generic tests create: DEV1 on v1 (in h1), DEV2 on v2 (h2).
+DEV1=${LINK_TYPE}1
+DEV2=${LINK_TYPE}2
+# TCP port ibv_*_pingpong and perftest use for their out-of-band exchange.
+OOB_PORT=18515
+
+# ---------------------------------------------------------------- output
+
+log() { printf '# %s\n' "$*"; }
+
+# fail MESSAGE: print where it happened and end the test (exit 1).
+fail() {
+	local i where=?
+	# Report the innermost caller outside this file.
+	for ((i = 1; i < ${#BASH_SOURCE[@]}; i++)); do
+		if [[ ${BASH_SOURCE[i]} != */lib.sh ]]; then
+			where="${BASH_SOURCE[i]##*/}:${BASH_LINENO[i - 1]}"
+			break
+		fi
+	done
+	printf 'FAIL: %s (%s)\n' "$*" "$where" >&2
+	exit 1
+}
+
+# skip REASON: end the test as skipped (exit 4).
+skip() {
+	printf 'SKIP: %s\n' "$*"
+	exit 4
+}
+
+# note TEXT: a remark that ends up in the test's log (and, under rxe
+# validation, in the console via vm-main's "note:" scan).
+note() { printf 'note: %s\n' "$*"; }
+
+# ------------------------------------------------------------ assertions
+
+# assert_eq EXPECTED ACTUAL [WHAT]
+assert_eq() {
+	[[ $1 == "$2" ]] || fail "${3:-value}: expected '$1', got '$2'"
+}
+
+# assert_ne UNEXPECTED ACTUAL [WHAT]
+assert_ne() {
+	[[ $1 != "$2" ]] || fail "${3:-value}: must not be '$1'"
+}
+
+# assert_contains HAYSTACK NEEDLE [WHAT] (fixed string)
+assert_contains() {
+	if [[ $1 != *"$2"* ]]; then
+		printf '%s\n' "--- output was:" "$1" "---" >&2
+		fail "${3:-output} does not contain '$2'"
+	fi
+}
+
+# assert_not_contains HAYSTACK NEEDLE [WHAT]
+assert_not_contains() {
+	if [[ $1 == *"$2"* ]]; then
+		printf '%s\n' "--- output was:" "$1" "---" >&2
+		fail "${3:-output} contains '$2'"
+	fi
+}
+
+# assert_match HAYSTACK ERE [WHAT]
+assert_match() {
+	if ! grep -Eq -- "$2" <<<"$1"; then
+		printf '%s\n' "--- output was:" "$1" "---" >&2
+		fail "${3:-output} does not match /$2/"
+	fi
+}
+
+# assert_ok CMD...: CMD must succeed; its output goes to the log.
+assert_ok() {
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	[[ -z $out ]] || printf '%s\n' "$out"
+	((rc == 0)) || fail "'$*' failed with status $rc"
+}
+
+# assert_fails_with ERE CMD...: CMD must exit non-zero and its combined
+# output must match ERE (case-insensitive; "" accepts any message). E.g.
+#   assert_fails_with 'No such device' in_h1 rdma link add x type sroce netdev nosuch
+# The message is kept in $LAST_ERR for further checks.
+LAST_ERR=
+assert_fails_with() {
+	local want=$1 rc=0
+	shift
+	LAST_ERR=$("$@" 2>&1) || rc=$?
+	printf '# %s -> status %d: %s\n' "$*" "$rc" "$LAST_ERR"
+	((rc != 0)) || fail "'$*' succeeded, expected failure ($want)"
+	if [[ -n $want ]] && ! grep -Eqi -- "$want" <<<"$LAST_ERR"; then
+		fail "'$*' failed as expected but said '$LAST_ERR', expected /$want/"
+	fi
+}
+
+# sroce_only WHAT CMD...: run a check that only sroce is held to. Under
+# LINK_TYPE=sroce a failing CMD fails the test; under any other provider it
+# is reported as "note: rxe differs: WHAT" and the test goes on. CMD runs
+# in a subshell, so an assertion inside it ends only the subshell.
+sroce_only() {
+	local what=$1 rc
+	shift
+	set +e
+	(set -e; "$@")
+	rc=$?
+	set -e
+	((rc == 0)) && return 0
+	[[ $LINK_TYPE == sroce ]] && fail "$what"
+	note "$LINK_TYPE differs: $what"
+	return 0
+}
+
+# retry SECONDS CMD...: run CMD until it succeeds, polling 5 times a second.
+retry() {
+	local deadline=$((SECONDS + $1))
+	shift
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		((SECONDS < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# ------------------------------------------------------------- cleanup
+
+# on_exit CMD: run CMD (a string, eval'ed) when the test exits, in reverse
+# order of registration, whatever the exit status.
+_CLEANUPS=()
+on_exit() { _CLEANUPS+=("$1"); }
+_run_cleanups() {
+	local rc=$? i
+	set +e
+	for ((i = ${#_CLEANUPS[@]} - 1; i >= 0; i--)); do
+		eval "${_CLEANUPS[i]}" >/dev/null 2>&1
+	done
+	exit "$rc"
+}
+trap _run_cleanups EXIT
+
+# Background processes started with bg_in, killed at exit.
+_BG_PIDS=()
+_kill_bg() {
+	local p
+	for p in "${_BG_PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	for p in "${_BG_PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+}
+on_exit _kill_bg
+
+# ------------------------------------------------------------ namespaces
+
+in_h1() { ip netns exec h1 "$@"; }
+in_h2() { ip netns exec h2 "$@"; }
+in_ns() {
+	local ns=$1
+	shift
+	if [[ -z $ns || $ns == - ]]; then "$@"; else ip netns exec "$ns" "$@"; fi
+}
+
+_del_hosts() {
+	# rdma devices first: deleting the netns also unregisters them, but
+	# asynchronously; deleting the links explicitly keeps the order known.
+	del_all_links
+	ip netns del h1 2>/dev/null || true
+	ip netns del h2 2>/dev/null || true
+}
+
+# two_hosts: namespaces h1 and h2 joined by veth v1 (h1) <-> v2 (h2):
+#   v1 10.77.1.1/24 fd77:1::1/64    v2 10.77.1.2/24 fd77:1::2/64
+two_hosts() {
+	ip netns add h1
+	ip netns add h2
+	on_exit _del_hosts
+	ip link add v1 netns h1 type veth peer name v2 netns h2
+	local ns n
+	for n in 1 2; do
+		ns=h$n
+		in_ns "$ns" ip link set lo up
+		in_ns "$ns" ip addr add "10.77.1.$n/24" dev "v$n"
+		in_ns "$ns" ip -6 addr add "fd77:1::$n/64" dev "v$n" nodad
+		in_ns "$ns" ip link set "v$n" up
+	done
+	retry 10 in_h1 ip -br link show v1 up || true
+}
+
+# second_path: another veth pair w1 (h1, 10.77.2.1/24 fd77:2::1/64) <->
+# w2 (h2, 10.77.2.2/24 fd77:2::2/64), for multipath tests. Needs two_hosts.
+second_path() {
+	ip link add w1 netns h1 type veth peer name w2 netns h2
+	local n
+	for n in 1 2; do
+		in_ns "h$n" ip addr add "10.77.2.$n/24" dev "w$n"
+		in_ns "h$n" ip -6 addr add "fd77:2::$n/64" dev "w$n" nodad
+		in_ns "h$n" ip link set "w$n" up
+	done
+}
+
+# ping_ok NS ADDR: one ping from NS to ADDR (iputils ping or busybox's).
+ping_ok() {
+	local ns=$1 addr=$2 ping=(ping)
+	command -v ping >/dev/null || ping=(busybox ping)
+	[[ $addr == *:* && ${ping[0]} == busybox ]] && ping=(busybox ping6)
+	in_ns "$ns" "${ping[@]}" -c 1 -W 2 "$addr"
+}
+
+# ------------------------------------------------------------ modules
+
+module_loaded() { [[ -d /sys/module/$1 ]]; }
+
+# _insmod NAME KO: insmod KO unless module NAME is loaded already.
+_insmod() {
+	local name=$1 ko=$2
+	module_loaded "$name" && return 0
+	[[ -n $ko ]] || fail "no module file given for $name"
+	[[ -f $ko ]] || fail "module file $ko does not exist (build it first)"
+	insmod "$ko" || fail "insmod $ko failed"
+}
+
+# _rmmod NAME: rmmod NAME if loaded; retries briefly since device teardown
+# can lag the last close.
+_rmmod() {
+	local name=$1
+	module_loaded "$name" || return 0
+	retry 5 rmmod "$name" && return 0
+	rmmod "$name"
+}
+
+# load_sroce / unload_sroce: the provider under test (sroce.ko, or
+# rdma_rxe.ko when LINK_TYPE=rxe). Idempotent.
+load_sroce() { _insmod "$MOD_NAME" "$MOD_KO"; }
+unload_sroce() { _rmmod "$MOD_NAME"; }
+load_rxe() { _insmod rdma_rxe "$RXE_KO"; }
+unload_rxe() { _rmmod rdma_rxe; }
+
+# require_module_file: fail (not skip) when the provider's .ko is missing:
+# in CI a missing sroce.ko is a real failure.
+require_module_file() {
+	[[ -n $MOD_KO && -f $MOD_KO ]] ||
+		fail "$LINK_TYPE module not found at '${MOD_KO:-<unset>}' (build sroce.ko first, or set SROCE_KO)"
+}
+
+# ------------------------------------------------------------ rdma links
+
+# add_link NS DEV NETDEV [TYPE]: `rdma link add` run in the netdev's netns.
+add_link() {
+	local ns=$1 dev=$2 ndev=$3 type=${4:-$LINK_TYPE}
+	in_ns "$ns" rdma link add "$dev" type "$type" netdev "$ndev" ||
+		fail "rdma link add $dev type $type netdev $ndev (in $ns) failed"
+}
+
+del_link() { rdma link delete "$1"; }
+
+# ib_devs: the names under /sys/class/infiniband, one a line, sorted.
+ib_devs() {
+	local d
+	for d in /sys/class/infiniband/*; do
+		[[ -e $d ]] && printf '%s\n' "${d##*/}"
+	done | sort
+}
+
+# del_all_links: delete every rdma device that was made with `rdma link add`.
+del_all_links() {
+	local d
+	for d in $(ib_devs); do
+		rdma link delete "$d" 2>/dev/null || true
+	done
+}
+
+# port_state DEV: ACTIVE, DOWN, ... from `rdma link show DEV/1`.
+port_state() {
+	rdma link show "$1/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\).*/\1/p'
+}
+
+# wait_port_state DEV STATE [SECONDS=15]
+wait_port_state() {
+	local dev=$1 want=$2 deadline=$((SECONDS + ${3:-15})) st
+	while :; do
+		st=$(port_state "$dev")
+		[[ $st == "$want" ]] && return 0
+		((SECONDS < deadline)) || fail "$dev port state is '$st', expected $want"
+		sleep 0.2
+	done
+}
+
+wait_port_active() { wait_port_state "$1" ACTIVE "${2:-15}"; }
+
+# ------------------------------------------------------------ GIDs
+
+# ip6_expand ADDR: full form, 8 groups of 4 hex digits (fd77:1::1 ->
+# fd77:0001:0000:0000:0000:0000:0000:0001).
+ip6_expand() {
+	local a=$1 head tail g out=() fill i
+	local -a h=() t=()
+	if [[ $a == *::* ]]; then
+		head=${a%%::*} tail=${a#*::}
+	else
+		head=$a tail=
+	fi
+	[[ -z $head ]] || IFS=: read -ra h <<<"$head"
+	[[ -z $tail ]] || IFS=: read -ra t <<<"$tail"
+	fill=$((8 - ${#h[@]} - ${#t[@]}))
+	for g in "${h[@]}"; do out+=("$(printf '%04x' "$((16#$g))")"); done
+	for ((i = 0; i < fill; i++)); do out+=(0000); done
+	for g in "${t[@]}"; do out+=("$(printf '%04x' "$((16#$g))")"); done
+	local IFS=:
+	printf '%s\n' "${out[*]}"
+}
+
+# gid_of_ip ADDR: the GID (sysfs spelling) of an IPv4 or IPv6 address; IPv4
+# becomes the IPv4-mapped ::ffff:a.b.c.d.
+gid_of_ip() {
+	local a=$1
+	if [[ $a == *:* ]]; then
+		ip6_expand "$a"
+	else
+		local o1 o2 o3 o4
+		IFS=. read -r o1 o2 o3 o4 <<<"$a"
+		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "$o1" "$o2" "$o3" "$o4"
+	fi
+}
+
+# gid_index DEV IPADDR [TYPE="RoCE v2"] [SECONDS=10]: print the index of
+# port 1's GID for IPADDR with TYPE, waiting for it to be populated (the
+# GID table is filled asynchronously from netdev address events).
+gid_index() {
+	local dev=$1 want type=${3:-RoCE v2} deadline=$((SECONDS + ${4:-10}))
+	local base=/sys/class/infiniband/$1/ports/1 f n g t
+	want=$(gid_of_ip "$2")
+	while :; do
+		for f in "$base"/gids/*; do
+			[[ -e $f ]] || continue
+			g=$(cat "$f" 2>/dev/null) || continue
+			[[ $g == "$want" ]] || continue
+			n=${f##*/}
+			t=$(cat "$base/gid_attrs/types/$n" 2>/dev/null) || continue
+			if [[ $t == "$type" ]]; then
+				echo "$n"
+				return 0
+			fi
+		done
+		((SECONDS < deadline)) || break
+		sleep 0.2
+	done
+	echo "no '$type' GID for $2 ($want) on $dev" >&2
+	return 1
+}
+
+# gid_table DEV: "INDEX GID TYPE NETDEV" for each populated GID of port 1.
+gid_table() {
+	local base=/sys/class/infiniband/$1/ports/1 f n g t nd
+	for f in "$base"/gids/*; do
+		[[ -e $f ]] || continue
+		n=${f##*/}
+		t=$(cat "$base/gid_attrs/types/$n" 2>/dev/null) || continue
+		g=$(cat "$f")
+		nd=$(cat "$base/gid_attrs/ndevs/$n" 2>/dev/null || echo -)
+		printf '%s %s %s %s\n' "$n" "$g" "${t// /_}" "$nd"
+	done | sort -n
+}
+
+# ------------------------------------------------------------ processes
+
+# bg_in NS LOG CMD...: start CMD in NS in the background (under a 120 s
+# timeout), output to LOG; its pid is in $BG_PID and it is killed at exit.
+BG_PID=
+bg_in() {
+	local ns=$1 logf=$2
+	shift 2
+	in_ns "$ns" timeout 120 "$@" >"$logf" 2>&1 &
+	BG_PID=$!
+	_BG_PIDS+=("$BG_PID")
+}
+
+# wait_listen NS PORT [SECONDS=20]: wait until a TCP socket listens on PORT.
+wait_listen() {
+	local ns=$1 port=$2 deadline=$((SECONDS + ${3:-20}))
+	while :; do
+		if in_ns "$ns" ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		((SECONDS < deadline)) || fail "nothing listens on TCP port $port in $ns"
+		sleep 0.2
+	done
+}
+
+# run_pair SRV_NS "SRV_CMD" CLI_NS "CLI_CMD" [PORT]: the usual rdma-core /
+# perftest server+client dance: start the server, wait for its TCP
+# listener, run the client (60 s limit); both must succeed. Outputs are in
+# $TEST_TMP/server.log and client.log and echoed to the test log. The
+# commands are word-split strings.
+run_pair() {
+	local sns=$1 scmd=$2 cns=$3 ccmd=$4 port=${5:-$OOB_PORT} srv rc=0 src=0
+	local -a sarr carr
+	read -ra sarr <<<"$scmd"
+	read -ra carr <<<"$ccmd"
+	bg_in "$sns" "$TEST_TMP/server.log" "${sarr[@]}"
+	srv=$BG_PID
+	wait_listen "$sns" "$port"
+	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
+	if ((rc == 0)); then
+		# The server finishes right after the client; give it a moment.
+		local deadline=$((SECONDS + 20))
+		while kill -0 "$srv" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+	fi
+	kill -9 "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || src=$?
+	log "server ($sns): $scmd -> $src"
+	sed 's/^/#   /' "$TEST_TMP/server.log"
+	log "client ($cns): $ccmd -> $rc"
+	sed 's/^/#   /' "$TEST_TMP/client.log"
+	((rc == 0)) || fail "client '$ccmd' failed with status $rc"
+	((src == 0)) || fail "server '$scmd' failed with status $src"
+	CLIENT_OUT=$(cat "$TEST_TMP/client.log")
+}
+
+# ------------------------------------------------------------ memory
+
+# pinned_pages: pages currently pinned with FOLL_PIN (pin_user_pages), from
+# /proc/vmstat. Compare before/after a test to catch leaked pins.
+pinned_pages() {
+	echo 1 >/proc/sys/vm/stat_refresh 2>/dev/null || true
+	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
+	     $1 == "nr_foll_pin_released" { r = $2 }
+	     END { print a - r }' /proc/vmstat
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Runs sroce's selftests: boots ONE virtme-ng VM on the test kernel, runs
+# selftests/vm-main.sh in it, streams the per-test result lines, and ends
+# with the line "N passed, N failed[, N skipped]".
+# Exit status: 0 iff nothing failed and at least one test passed.
+#
+# Usage: selftests/run.sh [TEST-NAME-GLOB...]     e.g. run.sh '3*' 10-load-unload
+#
+# Environment:
+#   KDIR               kernel tree (default $SROCE_CACHE/kernel, made by
+#                      tools/build-kernel.sh)
+#   SROCE_KO           module under test (default <repo>/sroce.ko)
+#   SROCE_TESTS_TYPE   sroce (default) or rxe: run the generic tests against
+#                      the kernel's rdma_rxe instead (to validate the tests)
+#   SROCE_VM_TIMEOUT   seconds for the whole VM run (default 1500)
+#   SROCE_TEST_TIMEOUT default per-test timeout in seconds (default 120)
+#   SROCE_VM_KVM=1     try KVM (default is TCG: nested KVM hangs here)
+#   SROCE_VM_MEM       guest memory (default 2G); SROCE_VM_CPUS (default 2)
+#   SROCE_KEEP=1       keep the results directory (logs) and print its path
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=../tools/lib.sh
+. "$repo/tools/lib.sh"
+
+KDIR=${KDIR:-$SROCE_CACHE/kernel}
+SROCE_KO=${SROCE_KO:-$repo/sroce.ko}
+[[ $SROCE_KO == /* ]] || SROCE_KO=$PWD/$SROCE_KO
+SROCE_TESTS_TYPE=${SROCE_TESTS_TYPE:-sroce}
+vm_timeout=${SROCE_VM_TIMEOUT:-1500}
+test_timeout=${SROCE_TEST_TIMEOUT:-120}
+
+summary_fail() {
+	# Something kept the VM from running at all: one failure, and the summary.
+	printf 'FAIL %s\n' "$1"
+	printf '0 passed, 1 failed\n'
+	exit 1
+}
+
+KDIR=$(cd "$KDIR" 2>/dev/null && pwd -P) || summary_fail "setup: no kernel tree at ${KDIR} (run tools/build-kernel.sh)"
+bzimage=$KDIR/arch/x86/boot/bzImage
+[[ -f $bzimage ]] || summary_fail "setup: no $bzimage (run tools/build-kernel.sh)"
+rxe_ko=$KDIR/drivers/infiniband/sw/rxe/rdma_rxe.ko
+command -v vng >/dev/null || summary_fail "setup: vng (virtme-ng) not found (run tools/setup-host.sh)"
+case $SROCE_TESTS_TYPE in
+sroce | rxe) ;;
+*) summary_fail "setup: SROCE_TESTS_TYPE must be sroce or rxe, not '$SROCE_TESTS_TYPE'" ;;
+esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sroce-selftests.XXXXXX")
+results=$tmp/results
+mkdir -p "$results"
+console=$tmp/console.log
+if [[ ${SROCE_KEEP:-0} == 1 ]]; then
+	trap 'echo "logs: $tmp" >&2' EXIT
+else
+	trap 'rm -rf "$tmp"' EXIT
+fi
+
+# The command run in the guest. The guest sees the host's root filesystem
+# read-only at the same paths, plus $results read-write.
+guest_cmd=$(printf '%q ' env \
+	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" \
+	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" \
+	bash "$here/vm-main.sh" "$@")
+
+vng_cmd=(vng --run "$bzimage" --cpus "${SROCE_VM_CPUS:-2}" --memory "${SROCE_VM_MEM:-2G}"
+	--rwdir "$results" --cwd "$tmp" --exec "$guest_cmd")
+if [[ ${SROCE_VM_KVM:-0} == 1 && -w /dev/kvm ]]; then
+	accel=kvm
+else
+	vng_cmd+=(--disable-kvm)
+	accel=tcg
+fi
+printf '# sroce selftests: %s, %s, kernel %s, %s\n' "$SROCE_TESTS_TYPE" "$accel" "$KDIR" \
+	"$([[ -f $SROCE_KO ]] && echo "module $SROCE_KO" || echo "no module at $SROCE_KO")"
+printf '# %s\n' "$(printf '%q ' timeout -k 20 "$vm_timeout" "${vng_cmd[@]}")"
+
+start=$SECONDS
+# timeout (not --foreground) signals its whole process group, QEMU included.
+# Guest lines are streamed as they come; the console is also kept for the
+# tail shown when the VM dies.
+timeout -k 20 "$vm_timeout" "${vng_cmd[@]}" </dev/null 2>&1 |
+	while IFS= read -r line || [[ -n $line ]]; do
+		line=${line//$'\r'/}
+		printf '%s\n' "$line"
+		printf '%s\n' "$line" >>"$console"
+	done
+vm_rc=${PIPESTATUS[0]}
+elapsed=$((SECONDS - start))
+
+passed=0 failed=0 skipped=0
+if [[ -f $results/results ]]; then
+	passed=$(grep -c '^ok ' "$results/results")
+	failed=$(grep -c '^FAIL ' "$results/results")
+	skipped=$(grep -c '^skip ' "$results/results")
+fi
+if [[ ! -f $results/done ]]; then
+	# The VM died, hung or never got to run vm-main.sh.
+	current=$(cat "$results/current" 2>/dev/null || true)
+	why="VM exited with status $vm_rc before the tests finished"
+	((vm_rc == 124 || vm_rc == 137)) && why="VM run timed out after ${vm_timeout}s"
+	printf 'FAIL %s: %s\n' "${current:-vm}" "$why"
+	echo "  console tail:"
+	tail -n 40 "$console" | sed 's/^/  | /'
+	for f in "$results/$current.log"; do
+		[[ -n $current && -f $f ]] || continue
+		echo "  last lines of $current.log:"
+		tail -n 20 "$f" | sed 's/^/  | /'
+	done
+	failed=$((failed + 1))
+fi
+if ((passed + failed + skipped == 0)); then
+	echo "FAIL vm: no test ran (no tests matched '$*'?)"
+	failed=1
+fi
+printf '# VM run took %ds\n' "$elapsed"
+if ((skipped > 0)); then
+	printf '%d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
+else
+	printf '%d passed, %d failed\n' "$passed" "$failed"
+fi
+((failed == 0 && passed > 0))
