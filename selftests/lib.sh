@@ -47,7 +47,9 @@ rxe)
 	;;
 esac
 # The devices the generic tests create: DEV1 on v1 (in h1), DEV2 on v2 (h2).
+# shellcheck disable=SC2034 # used by the tests
 DEV1=${LINK_TYPE}1
+# shellcheck disable=SC2034
 DEV2=${LINK_TYPE}2
 # TCP port ibv_*_pingpong and perftest use for their out-of-band exchange.
 OOB_PORT=18515
@@ -58,7 +60,7 @@ log() { printf '# %s\n' "$*"; }
 
 # fail MESSAGE: print where it happened and end the test (exit 1).
 fail() {
-	local i where=?
+	local i where='?'
 	# Report the innermost caller outside this file.
 	for ((i = 1; i < ${#BASH_SOURCE[@]}; i++)); do
 		if [[ ${BASH_SOURCE[i]} != */lib.sh ]]; then
@@ -339,7 +341,7 @@ wait_port_active() { wait_port_state "$1" ACTIVE "${2:-15}"; }
 # ip6_expand ADDR: full form, 8 groups of 4 hex digits (fd77:1::1 ->
 # fd77:0001:0000:0000:0000:0000:0000:0001).
 ip6_expand() {
-	local a=$1 head tail g out=() fill i
+	local a=$1 head tail g grp=() fill i
 	local -a h=() t=()
 	if [[ $a == *::* ]]; then
 		head=${a%%::*} tail=${a#*::}
@@ -349,11 +351,11 @@ ip6_expand() {
 	[[ -z $head ]] || IFS=: read -ra h <<<"$head"
 	[[ -z $tail ]] || IFS=: read -ra t <<<"$tail"
 	fill=$((8 - ${#h[@]} - ${#t[@]}))
-	for g in "${h[@]}"; do out+=("$(printf '%04x' "$((16#$g))")"); done
-	for ((i = 0; i < fill; i++)); do out+=(0000); done
-	for g in "${t[@]}"; do out+=("$(printf '%04x' "$((16#$g))")"); done
+	for g in "${h[@]}"; do grp+=("$(printf '%04x' "$((16#$g))")"); done
+	for ((i = 0; i < fill; i++)); do grp+=(0000); done
+	for g in "${t[@]}"; do grp+=("$(printf '%04x' "$((16#$g))")"); done
 	local IFS=:
-	printf '%s\n' "${out[*]}"
+	printf '%s\n' "${grp[*]}"
 }
 
 # gid_of_ip ADDR: the GID (sysfs spelling) of an IPv4 or IPv6 address; IPv4
@@ -371,18 +373,18 @@ gid_of_ip() {
 
 # gid_index DEV IPADDR [TYPE="RoCE v2"] [SECONDS=10]: print the index of
 # port 1's GID for IPADDR with TYPE, waiting for it to be populated (the
-# GID table is filled asynchronously from netdev address events).
+# GID table is filled asynchronously from netdev address events). The table
+# has hundreds of slots, so no process per slot (TCG makes forks slow).
 gid_index() {
 	local dev=$1 want type=${3:-RoCE v2} deadline=$((SECONDS + ${4:-10}))
-	local base=/sys/class/infiniband/$1/ports/1 f n g t
+	local base=/sys/class/infiniband/$1/ports/1 f n t
 	want=$(gid_of_ip "$2")
 	while :; do
-		for f in "$base"/gids/*; do
-			[[ -e $f ]] || continue
-			g=$(cat "$f" 2>/dev/null) || continue
-			[[ $g == "$want" ]] || continue
+		local -a hits=()
+		mapfile -t hits < <(grep -lx -- "$want" "$base"/gids/* 2>/dev/null)
+		for f in "${hits[@]}"; do
 			n=${f##*/}
-			t=$(cat "$base/gid_attrs/types/$n" 2>/dev/null) || continue
+			read -r t <"$base/gid_attrs/types/$n" 2>/dev/null || continue
 			if [[ $t == "$type" ]]; then
 				echo "$n"
 				return 0
@@ -395,15 +397,16 @@ gid_index() {
 	return 1
 }
 
-# gid_table DEV: "INDEX GID TYPE NETDEV" for each populated GID of port 1.
+# gid_table DEV: "INDEX GID TYPE NETDEV" for each populated GID of port 1
+# (TYPE with "_" for spaces).
 gid_table() {
 	local base=/sys/class/infiniband/$1/ports/1 f n g t nd
 	for f in "$base"/gids/*; do
-		[[ -e $f ]] || continue
+		read -r g <"$f" 2>/dev/null || continue
+		[[ $g == 0000:0000:0000:0000:0000:0000:0000:0000 ]] && continue
 		n=${f##*/}
-		t=$(cat "$base/gid_attrs/types/$n" 2>/dev/null) || continue
-		g=$(cat "$f")
-		nd=$(cat "$base/gid_attrs/ndevs/$n" 2>/dev/null || echo -)
+		read -r t <"$base/gid_attrs/types/$n" 2>/dev/null || continue
+		read -r nd <"$base/gid_attrs/ndevs/$n" 2>/dev/null || nd=-
 		printf '%s %s %s %s\n' "$n" "$g" "${t// /_}" "$nd"
 	done | sort -n
 }
@@ -460,6 +463,7 @@ run_pair() {
 	sed 's/^/#   /' "$TEST_TMP/client.log"
 	((rc == 0)) || fail "client '$ccmd' failed with status $rc"
 	((src == 0)) || fail "server '$scmd' failed with status $src"
+	# shellcheck disable=SC2034 # for the caller
 	CLIENT_OUT=$(cat "$TEST_TMP/client.log")
 }
 

@@ -17,6 +17,7 @@
 #   SROCE_VM_KVM=1     try KVM (default is TCG: nested KVM hangs here)
 #   SROCE_VM_MEM       guest memory (default 2G); SROCE_VM_CPUS (default 2)
 #   SROCE_KEEP=1       keep the results directory (logs) and print its path
+#   SROCE_VM_VERBOSE=1 also stream the guest's boot log
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -62,10 +63,15 @@ fi
 # read-only at the same paths, plus $results read-write.
 guest_cmd=$(printf '%q ' env \
 	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" \
-	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" \
+	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" SROCE_VM_REBOOT=1 \
 	bash "$here/vm-main.sh" "$@")
 
-vng_cmd=(vng --run "$bzimage" --cpus "${SROCE_VM_CPUS:-2}" --memory "${SROCE_VM_MEM:-2G}"
+# --verbose: the guest's console is the only output channel that always
+# works (without CONFIG_INOTIFY_USER, udevd does not make the
+# /dev/virtio-ports links, and virtme-ng-init falls back to running the
+# script on the console). The boot log is kept out of the stream (it goes
+# to the console log only) until vm-main.sh prints its banner.
+vng_cmd=(vng --verbose --run "$bzimage" --cpus "${SROCE_VM_CPUS:-2}" --memory "${SROCE_VM_MEM:-2G}"
 	--rwdir "$results" --cwd "$tmp" --exec "$guest_cmd")
 if [[ ${SROCE_VM_KVM:-0} == 1 && -w /dev/kvm ]]; then
 	accel=kvm
@@ -81,11 +87,13 @@ start=$SECONDS
 # timeout (not --foreground) signals its whole process group, QEMU included.
 # Guest lines are streamed as they come; the console is also kept for the
 # tail shown when the VM dies.
+show=${SROCE_VM_VERBOSE:-0}
 timeout -k 20 "$vm_timeout" "${vng_cmd[@]}" </dev/null 2>&1 |
 	while IFS= read -r line || [[ -n $line ]]; do
 		line=${line//$'\r'/}
-		printf '%s\n' "$line"
 		printf '%s\n' "$line" >>"$console"
+		[[ $line == "sroce selftests: "* ]] && show=1
+		[[ $show == 1 ]] && printf '%s\n' "$line"
 	done
 vm_rc=${PIPESTATUS[0]}
 elapsed=$((SECONDS - start))
@@ -104,11 +112,10 @@ if [[ ! -f $results/done ]]; then
 	printf 'FAIL %s: %s\n' "${current:-vm}" "$why"
 	echo "  console tail:"
 	tail -n 40 "$console" | sed 's/^/  | /'
-	for f in "$results/$current.log"; do
-		[[ -n $current && -f $f ]] || continue
+	if [[ -n $current && -f $results/$current.log ]]; then
 		echo "  last lines of $current.log:"
-		tail -n 20 "$f" | sed 's/^/  | /'
-	done
+		tail -n 20 "$results/$current.log" | sed 's/^/  | /'
+	fi
 	failed=$((failed + 1))
 fi
 if ((passed + failed + skipped == 0)); then

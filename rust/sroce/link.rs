@@ -33,8 +33,15 @@ impl LinkType for SroceDriver {
         dev.set_node_desc(c"sroce");
         dev.set_num_comp_vectors(kernel::cpu::nr_cpu_ids());
         dev.set_netdev(ndev)?;
-        dev.register(name).inspect_err(|e| {
-            pr_err!("{}: registration failed: {:?}\n", name, e);
+        dev.register(name).map_err(|e| {
+            // The RDMA core reports a name clash as ENFILE; say what it is.
+            if e == ENFILE {
+                pr_err!("{}: an RDMA device of that name exists\n", name);
+                EEXIST
+            } else {
+                pr_err!("{}: registration failed: {:?}\n", name, e);
+                e
+            }
         })?;
         pr_info!("{}: created on {}\n", name, ndev.name());
         Ok(())

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The VM has what the other tests need: rdma-core tools, uverbs, the rxe
 # module file, netns + veth, and h1 <-> h2 connectivity.
+# shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
 for tool in ibv_devinfo ibv_devices ibv_rc_pingpong rdma ib_write_bw ib_send_lat rping ip ss timeout insmod rmmod modinfo dmesg; do

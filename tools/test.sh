@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# All tests: host tests of the protocol core, lint gates on the kernel
+# module, then the VM selftests. Last line: "total: N passed, N failed".
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$SROCE_ROOT"
+
+kdir=$(bash tools/prepare.sh) || die "preparation failed"
+export KDIR=$kdir
+
+passed=0 failed=0
+step() { # name, command...
+	local name=$1; shift
+	log "== $name"
+	if "$@"; then
+		passed=$((passed + 1)); echo "ok $name"
+	else
+		failed=$((failed + 1)); echo "FAIL $name"
+	fi
+}
+
+# Host tests: count cargo's own results.
+cargo_log=$(mktemp)
+if cargo test --workspace 2>&1 | tee "$cargo_log"; then :; else failed=$((failed + 1)); echo "FAIL cargo test"; fi
+read -r cp cf < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$cargo_log")
+passed=$((passed + cp)); failed=$((failed + cf))
+rm -f "$cargo_log"
+
+step "cargo clippy (protocol core)" cargo clippy --workspace --all-targets -q -- -D warnings
+step "cargo fmt" cargo fmt --all --check
+step "rustfmt (kernel crate)" rustfmt --check --edition 2021 --config-path "$kdir/.rustfmt.toml" rust/sroce_main.rs
+step "module build with CLIPPY=1" bash -c 'touch rust/sroce_main.rs && make -s KDIR="$KDIR" CLIPPY=1 modules'
+
+vm_log=$(mktemp)
+bash selftests/run.sh 2>&1 | tee "$vm_log"
+vm_rc=${PIPESTATUS[0]}
+read -r vp vf < <(tail -n 1 "$vm_log" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p'; echo)
+rm -f "$vm_log"
+if [[ -z ${vp:-} ]]; then
+	failed=$((failed + 1)); echo "FAIL VM selftests printed no summary"
+else
+	passed=$((passed + vp)); failed=$((failed + vf))
+	((vm_rc == 0 || vf > 0)) || { failed=$((failed + 1)); echo "FAIL VM selftests exited $vm_rc"; }
+fi
+
+echo "total: $passed passed, $failed failed"
+((failed == 0 && passed > 0))
