@@ -336,6 +336,20 @@ wait_port_state() {
 
 wait_port_active() { wait_port_state "$1" ACTIVE "${2:-15}"; }
 
+# uverbs_dev DEV: the uverbs char device name (uverbs0, ...) of DEV.
+uverbs_dev() {
+	local d n
+	for d in /sys/class/infiniband_verbs/uverbs*; do
+		read -r n <"$d/ibdev" 2>/dev/null || continue
+		if [[ $n == "$1" ]]; then
+			echo "${d##*/}"
+			return 0
+		fi
+	done
+	echo "no uverbs device for $1" >&2
+	return 1
+}
+
 # ------------------------------------------------------------ GIDs
 
 # ip6_expand ADDR: full form, 8 groups of 4 hex digits (fd77:1::1 ->
@@ -413,25 +427,39 @@ gid_table() {
 
 # ------------------------------------------------------------ processes
 
-# bg_in NS LOG CMD...: start CMD in NS in the background (under a 120 s
-# timeout), output to LOG; its pid is in $BG_PID and it is killed at exit.
-BG_PID=
+# bg_in NS LOG CMD...: start CMD in NS in the background, output to LOG;
+# its pid (CMD's own: ip netns exec execs it) is in $BG_PID, and it is
+# killed at exit. (No timeout wrapper: killing that would orphan CMD. The
+# test's own timeout covers hangs: vm-main kills the test's process group.)
+BG_PID='' BG_LOG='' BG_CMD=''
 bg_in() {
 	local ns=$1 logf=$2
 	shift 2
-	in_ns "$ns" timeout 120 "$@" >"$logf" 2>&1 &
-	BG_PID=$!
+	# A simple command, not the in_ns function, so that bash execs it in the
+	# forked child and $! is the command itself, not a subshell around it.
+	if [[ -z $ns || $ns == - ]]; then
+		"$@" >"$logf" 2>&1 &
+	else
+		ip netns exec "$ns" "$@" >"$logf" 2>&1 &
+	fi
+	BG_PID=$! BG_LOG=$logf BG_CMD="$*"
 	_BG_PIDS+=("$BG_PID")
 }
 
-# wait_listen NS PORT [SECONDS=20]: wait until a TCP socket listens on PORT.
+# wait_listen NS PORT [SECONDS=20]: wait until a TCP socket listens on PORT
+# (the last bg_in process's server). Fails early if that process exits.
 wait_listen() {
-	local ns=$1 port=$2 deadline=$((SECONDS + ${3:-20}))
+	local ns=$1 port=$2 deadline=$((SECONDS + ${3:-20})) rc=0
 	while :; do
 		if in_ns "$ns" ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
 			return 0
 		fi
-		((SECONDS < deadline)) || fail "nothing listens on TCP port $port in $ns"
+		if [[ -n $BG_PID ]] && ! kill -0 "$BG_PID" 2>/dev/null; then
+			wait "$BG_PID" 2>/dev/null || rc=$?
+			sed 's/^/#   /' "$BG_LOG"
+			fail "'$BG_CMD' (in $ns) exited with status $rc before listening on port $port: $(tail -n 3 "$BG_LOG" | tr '\n' ' ')"
+		fi
+		((SECONDS < deadline)) || fail "nothing listens on TCP port $port in $ns (server: $BG_CMD)"
 		sleep 0.2
 	done
 }

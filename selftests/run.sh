@@ -5,6 +5,7 @@
 # Exit status: 0 iff nothing failed and at least one test passed.
 #
 # Usage: selftests/run.sh [TEST-NAME-GLOB...]     e.g. run.sh '3*' 10-load-unload
+#        selftests/run.sh --demo                   the README's demo instead of tests
 #
 # Environment:
 #   KDIR               kernel tree (default $SROCE_CACHE/kernel, made by
@@ -24,6 +25,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 # shellcheck source=../tools/lib.sh
 . "$repo/tools/lib.sh"
+
+demo=0
+if [[ ${1:-} == --demo ]]; then
+	demo=1
+	shift
+fi
 
 KDIR=${KDIR:-$SROCE_CACHE/kernel}
 SROCE_KO=${SROCE_KO:-$repo/sroce.ko}
@@ -59,12 +66,25 @@ else
 	trap 'rm -rf "$tmp"' EXIT
 fi
 
+# The tests' own verbs programs (selftests/progs/*.c), built on the host
+# against its rdma-core; the guest runs them from the shared filesystem.
+bin=$tmp/bin
+mkdir -p "$bin"
+for src in "$here"/progs/*.c; do
+	[[ -e $src ]] || continue
+	gcc -O2 -Wall -Werror -o "$bin/$(basename "${src%.c}")" "$src" -libverbs ||
+		summary_fail "setup: cannot build $src"
+done
+
+guest_script=$here/vm-main.sh
+((demo)) && guest_script=$here/demo-vm.sh
+
 # The command run in the guest. The guest sees the host's root filesystem
 # read-only at the same paths, plus $results read-write.
 guest_cmd=$(printf '%q ' env \
 	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" \
 	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" SROCE_VM_REBOOT=1 \
-	bash "$here/vm-main.sh" "$@")
+	SROCE_BIN="$bin" bash "$guest_script" "$@")
 
 # --verbose: the guest's console is the only output channel that always
 # works (without CONFIG_INOTIFY_USER, udevd does not make the
@@ -92,11 +112,17 @@ timeout -k 20 "$vm_timeout" "${vng_cmd[@]}" </dev/null 2>&1 |
 	while IFS= read -r line || [[ -n $line ]]; do
 		line=${line//$'\r'/}
 		printf '%s\n' "$line" >>"$console"
-		[[ $line == "sroce selftests: "* ]] && show=1
+		[[ $line == "sroce selftests: "* || $line == "sroce demo: "* ]] && show=1
 		[[ $show == 1 ]] && printf '%s\n' "$line"
 	done
 vm_rc=${PIPESTATUS[0]}
 elapsed=$((SECONDS - start))
+
+if ((demo)); then
+	printf '# demo took %ds\n' "$elapsed"
+	[[ -f $results/demo-ok ]] || { echo "demo failed (VM status $vm_rc)"; tail -n 40 "$console"; exit 1; }
+	exit 0
+fi
 
 passed=0 failed=0 skipped=0
 if [[ -f $results/results ]]; then

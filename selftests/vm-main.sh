@@ -104,8 +104,12 @@ run_one() {
 	echo "$token" >/dev/kmsg 2>/dev/null || true
 	echo "$name" >"$results/current"
 	local t0=$SECONDS
-	local ttmp=$scratch/$name
-	mkdir -p "$ttmp"
+	# The test's scratch files (server logs, ...) come out with the results.
+	local ttmp=$results/$name.d
+	mkdir -p "$ttmp" 2>/dev/null || {
+		ttmp=$scratch/$name
+		mkdir -p "$ttmp"
+	}
 
 	# timeout puts the test in its own process group; anything the test
 	# left running in that group is killed afterwards.
@@ -159,8 +163,10 @@ run_one() {
 			say "  [$name] kernel log:"
 			printf '%s\n' "$kbad" | head -n 40 | sed "s/^/  [$name] | /"
 		fi
-		say "  [$name] last lines of $name.log:"
-		grep -v -- '^--- cleanup' "$log" | tail -n 25 | sed "s/^/  [$name] | /"
+		if (($(grep -cv '^FAIL: ' "$log") > 1)); then
+			say "  [$name] last lines of $name.log:"
+			grep -v -- '^--- cleanup' "$log" | tail -n 25 | sed "s/^/  [$name] | /"
+		fi
 	fi
 	rm -f "$results/current"
 }

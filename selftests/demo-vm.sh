@@ -1,0 +1,36 @@
+#!/bin/bash
+# The README's demo, run inside the VM by `run.sh --demo`: two "hosts" (network
+# namespaces h1 and h2 joined by a veth pair), an sroce device on each, and
+# what rdma-core's tools see of them.
+set -euo pipefail
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+echo "sroce demo: $(uname -r), $(nproc) CPUs"
+show() { printf '\n$ %s\n' "$*"; "$@"; }
+
+require_module_file
+load_sroce
+two_hosts
+show ip netns exec h1 rdma link add sroce1 type sroce netdev v1
+show ip netns exec h2 rdma link add sroce2 type sroce netdev v2
+wait_port_active sroce1
+wait_port_active sroce2
+show ibv_devices
+show ip netns exec h1 rdma link show
+show ip netns exec h2 rdma link show
+show ibv_devinfo -d sroce1
+printf '\n$ ibv_devinfo -v -d sroce1 | grep GID\n'
+ibv_devinfo -v -d sroce1 | grep GID
+show ip -n h1 link set v1 down
+show ip netns exec h1 rdma link show sroce1/1
+show ip -n h1 link set v1 up
+wait_port_active sroce1
+show ip netns exec h1 rdma link show sroce1/1
+show rdma link delete sroce2
+show rmmod sroce
+show ibv_devices
+
+touch "$SROCE_RESULTS/demo-ok"
+[[ ${SROCE_VM_REBOOT:-0} == 1 ]] && { sync; echo b >/proc/sysrq-trigger; }
