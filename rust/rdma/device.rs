@@ -15,6 +15,7 @@ use super::{
     attr::{DeviceAttr, PortAttr, PortImmutable},
     bindings,
     netdev::NetDevice,
+    pd::{self, Pd},
     ucontext::{self, UContext},
 };
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
@@ -39,6 +40,8 @@ pub(crate) const PORT: u32 = 1;
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// State of one user context (one open of `/dev/infiniband/uverbsN`).
     type UContext: Send + Sync;
+    /// State of one protection domain.
+    type Pd: Send + Sync;
 
     /// `RDMA_DRIVER_*` id, which userspace uses to pick its provider library.
     const DRIVER_ID: u32;
@@ -55,6 +58,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
     /// A new user context.
     fn alloc_ucontext(dev: &Device<Self>) -> Result<Self::UContext>;
+    /// A new protection domain.
+    fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;
+    /// A protection domain is going away (nothing uses it any more).
+    fn dealloc_pd(_dev: &Device<Self>, _pd: &Self::Pd) {}
 }
 
 /// A registered or registering RDMA device with driver data `T`.
@@ -377,7 +384,10 @@ impl<T: Driver> VTable<T> {
             query_pkey: Some(Self::query_pkey),
             alloc_ucontext: Some(ucontext::alloc::<T>),
             dealloc_ucontext: Some(ucontext::dealloc::<T>),
-            size_ib_ucontext: size_of::<UContext<T>>(),
+            size_ib_ucontext: UContext::<T>::SIZE,
+            alloc_pd: Some(pd::alloc::<T>),
+            dealloc_pd: Some(pd::dealloc::<T>),
+            size_ib_pd: Pd::<T>::SIZE,
             ..Default::default()
         }
     }

@@ -15,4 +15,7 @@ pub(crate) mod device;
 pub(crate) mod link;
 pub(crate) mod netdev;
 pub(crate) mod notifier;
+pub(crate) mod object;
+pub(crate) mod pd;
 pub(crate) mod ucontext;
+

@@ -2,7 +2,7 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::limits;
+use super::{budget::Budget, limits};
 use crate::rdma::{
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     device::{Device, Driver},
@@ -20,6 +20,8 @@ const RXE_UVERBS_ABI_VERSION: u32 = 2;
 pub(crate) struct SroceDevice {
     /// System image GUID, equal to the node GUID (one port, one node).
     sys_image_guid_be: u64,
+    /// Protection domains in use, against `max_pd`.
+    pds: Budget,
 }
 
 impl SroceDevice {
@@ -27,6 +29,7 @@ impl SroceDevice {
     pub(crate) fn new(guid_be: u64) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
+            pds: Budget::new(limits::MAX_PD),
         })
     }
 }
@@ -34,8 +37,13 @@ impl SroceDevice {
 /// Per-user-context state. Empty until the verbs that need it arrive.
 pub(crate) struct SroceUContext;
 
+/// Per-protection-domain state. The PD's identity (its address) is what
+/// memory and queue pair access checks compare.
+pub(crate) struct SroceProtectionDomain;
+
 impl Driver for SroceDevice {
     type UContext = SroceUContext;
+    type Pd = SroceProtectionDomain;
     const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
 
@@ -80,5 +88,14 @@ impl Driver for SroceDevice {
 
     fn alloc_ucontext(_dev: &Device<Self>) -> Result<SroceUContext> {
         Ok(SroceUContext)
+    }
+
+    fn alloc_pd(dev: &Device<Self>) -> Result<SroceProtectionDomain> {
+        dev.data().pds.take()?;
+        Ok(SroceProtectionDomain)
+    }
+
+    fn dealloc_pd(dev: &Device<Self>, _pd: &SroceProtectionDomain) {
+        dev.data().pds.give();
     }
 }

@@ -28,6 +28,9 @@ pub(crate) const PORT_CAP_CM_SUP: u32 = 1 << 16;
 /// one that fits in what remains.
 pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
 
+/// Protection domains per device.
+pub(crate) const MAX_PD: u32 = 0x1_0000;
+
 /// The device attributes, with the system image GUID given.
 pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
     DeviceAttr {
@@ -43,7 +46,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         max_cq: 0x4000,
         max_cqe: (1 << 15) - 1,
         max_mr: 0x4_0000,
-        max_pd: 0x1_0000,
+        max_pd: MAX_PD,
         max_qp_rd_atom: 128,
         max_res_rd_atom: 0x3f000,
         max_srq: 0x4000,

@@ -3,6 +3,7 @@
 //! The sroce provider: devices bound to net devices, presenting rxe's
 //! userspace ABI so unmodified rdma-core drives them.
 
+pub(crate) mod budget;
 pub(crate) mod device;
 pub(crate) mod events;
 pub(crate) mod guid;
