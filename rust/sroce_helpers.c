@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* See include/sroce_helpers.h. */
+#include <linux/vmalloc.h>
 #include "sroce_helpers.h"
 
 struct net_device *sroce_netdev_notifier_info_to_dev(void *info)
@@ -30,4 +31,9 @@ void sroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 void sroce_dev_put(struct net_device *ndev)
 {
 	dev_put(ndev);
+}
+
+void *sroce_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
 }

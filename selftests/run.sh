@@ -72,7 +72,7 @@ bin=$tmp/bin
 mkdir -p "$bin"
 for src in "$here"/progs/*.c; do
 	[[ -e $src ]] || continue
-	gcc -O2 -Wall -Werror -o "$bin/$(basename "${src%.c}")" "$src" -libverbs ||
+	gcc -O2 -Wall -Werror -I"$here/progs" -o "$bin/$(basename "${src%.c}")" "$src" -libverbs ||
 		summary_fail "setup: cannot build $src"
 done
 

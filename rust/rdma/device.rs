@@ -14,8 +14,10 @@
 use super::{
     attr::{DeviceAttr, PortAttr, PortImmutable},
     bindings,
+    cq::{self, Cq, CqRequest, NotifyOn},
     netdev::NetDevice,
     pd::{self, Pd},
+    queue,
     ucontext::{self, UContext},
 };
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
@@ -42,6 +44,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type UContext: Send + Sync;
     /// State of one protection domain.
     type Pd: Send + Sync;
+    /// State of one completion queue.
+    type Cq: Send + Sync;
 
     /// `RDMA_DRIVER_*` id, which userspace uses to pick its provider library.
     const DRIVER_ID: u32;
@@ -62,6 +66,22 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;
     /// A protection domain is going away (nothing uses it any more).
     fn dealloc_pd(_dev: &Device<Self>, _pd: &Self::Pd) {}
+    /// A new completion queue, and how many entries it holds.
+    fn create_cq(
+        dev: &Device<Self>,
+        req: CqRequest<'_, Self>,
+    ) -> Result<(impl PinInit<Self::Cq, Error>, u32)>;
+    /// A completion queue is going away (nothing uses it any more).
+    fn destroy_cq(_cq: &Cq<Self>) {}
+    /// Resizes a user's completion queue; returns the new capacity.
+    fn resize_cq(
+        cq: &Cq<Self>,
+        entries: u32,
+        user: Option<(&UContext<Self>, crate::rdma::udata::UData)>,
+    ) -> Result<u32>;
+    /// Arms the CQ's completion event; returns whether completions are
+    /// already waiting.
+    fn req_notify_cq(cq: &Cq<Self>, on: NotifyOn) -> bool;
 }
 
 /// A registered or registering RDMA device with driver data `T`.
@@ -195,6 +215,9 @@ impl<T: Driver> NewDevice<T> {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ib).phys_port_cnt = PORT;
             (*ib).local_dma_lkey = 0;
+            // Write commands the core only forwards to drivers that opt in.
+            (*ib).uverbs_cmd_mask |=
+                1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
         }
         // INVARIANT: fields initialised and ops installed above.
         Ok(Self(dev))
@@ -388,6 +411,13 @@ impl<T: Driver> VTable<T> {
             alloc_pd: Some(pd::alloc::<T>),
             dealloc_pd: Some(pd::dealloc::<T>),
             size_ib_pd: Pd::<T>::SIZE,
+            create_cq: Some(cq::create::<T>),
+            destroy_cq: Some(cq::destroy::<T>),
+            resize_user_cq: Some(cq::resize::<T>),
+            req_notify_cq: Some(cq::req_notify::<T>),
+            size_ib_cq: Cq::<T>::SIZE,
+            mmap: Some(queue::mmap),
+            mmap_free: Some(queue::mmap_free),
             ..Default::default()
         }
     }

@@ -11,11 +11,14 @@
 
 pub(crate) mod attr;
 pub(crate) mod bindings;
+pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod link;
 pub(crate) mod netdev;
 pub(crate) mod notifier;
 pub(crate) mod object;
 pub(crate) mod pd;
+pub(crate) mod queue;
+pub(crate) mod rxe_abi;
 pub(crate) mod ucontext;
-
+pub(crate) mod udata;

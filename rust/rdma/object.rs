@@ -9,7 +9,8 @@
 //! destroy callback; [`CoreObject`] is the one place that does both.
 
 use core::mem::{offset_of, size_of};
-use kernel::types::Opaque;
+use kernel::{prelude::*, types::Opaque};
+use pin_init::PinInit;
 
 /// A core object `C` carrying driver data `D`.
 ///
@@ -37,16 +38,9 @@ impl<C, D> CoreObject<C, D> {
         &self.data
     }
 
-    /// Borrows the object behind a core pointer.
-    ///
-    /// # Safety
-    ///
-    /// `p` must point to the `C` of a live `CoreObject<C, D>` whose data is
-    /// initialised, for `'a`.
-    pub(super) unsafe fn from_raw<'a>(p: *mut C) -> &'a Self {
-        // SAFETY: `core` is at offset 0 (type invariant); the caller
-        // guarantees liveness and initialisation.
-        unsafe { &*p.cast::<Self>() }
+    /// The core's object.
+    pub(super) fn core_ptr(&self) -> *mut C {
+        self.core.get()
     }
 
     /// Writes the driver's data into a freshly allocated object.
@@ -61,6 +55,19 @@ impl<C, D> CoreObject<C, D> {
         unsafe { (&raw mut (*this).data).write(data) };
     }
 
+    /// Initialises the driver's data in place (for data that must not move,
+    /// such as locks).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::init`]. On error nothing is initialised.
+    pub(super) unsafe fn init_pinned(p: *mut C, data: impl PinInit<D, Error>) -> Result {
+        let this = p.cast::<Self>();
+        // SAFETY: the allocation is large and aligned enough (caller) and
+        // the core never moves it.
+        unsafe { data.__init(&raw mut (*this).data) }
+    }
+
     /// Drops the driver's data before the core frees the object.
     ///
     /// # Safety
@@ -73,3 +80,76 @@ impl<C, D> CoreObject<C, D> {
         unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
     }
 }
+
+/// Declares the typed object `$name<T>`: a transparent wrapper of
+/// `CoreObject<$core, T::$data>`, so the driver type `T` is part of the type.
+macro_rules! core_object {
+    ($(#[$attr:meta])* $name:ident, $core:ty, $data:ident) => {
+        $(#[$attr])*
+        #[repr(transparent)]
+        pub(crate) struct $name<T: super::device::Driver>(
+            super::object::CoreObject<$core, <T as super::device::Driver>::$data>,
+        );
+
+        #[allow(dead_code)]
+        impl<T: super::device::Driver> $name<T> {
+            /// Bytes the core allocates for it.
+            pub(super) const SIZE: usize =
+                super::object::CoreObject::<$core, <T as super::device::Driver>::$data>::SIZE;
+
+            /// The driver's data.
+            pub(crate) fn data(&self) -> &<T as super::device::Driver>::$data {
+                self.0.data()
+            }
+
+            /// The core's object.
+            pub(super) fn core_ptr(&self) -> *mut $core {
+                self.0.core_ptr()
+            }
+
+            /// Borrows the object behind a core pointer.
+            ///
+            /// # Safety
+            ///
+            /// As for `CoreObject::from_raw`.
+            pub(super) unsafe fn from_raw<'a>(p: *mut $core) -> &'a Self {
+                // SAFETY: transparent wrapper; the rest is the caller's.
+                unsafe { &*p.cast::<Self>() }
+            }
+
+            /// See `CoreObject::init`.
+            ///
+            /// # Safety
+            ///
+            /// As for `CoreObject::init`.
+            pub(super) unsafe fn init(p: *mut $core, data: <T as super::device::Driver>::$data) {
+                // SAFETY: forwarded.
+                unsafe { super::object::CoreObject::<$core, <T as super::device::Driver>::$data>::init(p, data) }
+            }
+
+            /// See `CoreObject::init_pinned`.
+            ///
+            /// # Safety
+            ///
+            /// As for `CoreObject::init_pinned`.
+            pub(super) unsafe fn init_pinned(
+                p: *mut $core,
+                data: impl pin_init::PinInit<<T as super::device::Driver>::$data, kernel::error::Error>,
+            ) -> kernel::error::Result {
+                // SAFETY: forwarded.
+                unsafe { super::object::CoreObject::<$core, <T as super::device::Driver>::$data>::init_pinned(p, data) }
+            }
+
+            /// See `CoreObject::drop_data`.
+            ///
+            /// # Safety
+            ///
+            /// As for `CoreObject::drop_data`.
+            pub(super) unsafe fn drop_data(p: *mut $core) {
+                // SAFETY: forwarded.
+                unsafe { super::object::CoreObject::<$core, <T as super::device::Driver>::$data>::drop_data(p) }
+            }
+        }
+    };
+}
+pub(super) use core_object;

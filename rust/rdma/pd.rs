@@ -5,12 +5,16 @@
 use super::{
     bindings,
     device::{device_from_raw, Driver},
-    object::CoreObject,
+    object::core_object,
 };
 use kernel::error::from_result;
 
-/// A protection domain with the driver's per-PD state.
-pub(crate) type Pd<T> = CoreObject<bindings::ib_pd, <T as Driver>::Pd>;
+core_object!(
+    /// A protection domain with the driver's per-PD state.
+    Pd,
+    bindings::ib_pd,
+    Pd
+);
 
 /// `ib_device_ops.alloc_pd`.
 ///

@@ -5,12 +5,16 @@
 use super::{
     bindings,
     device::{device_from_raw, Driver},
-    object::CoreObject,
+    object::core_object,
 };
 use kernel::error::from_result;
 
-/// A user context with the driver's per-context state.
-pub(crate) type UContext<T> = CoreObject<bindings::ib_ucontext, <T as Driver>::UContext>;
+core_object!(
+    /// A user context with the driver's per-context state.
+    UContext,
+    bindings::ib_ucontext,
+    UContext
+);
 
 /// `ib_device_ops.alloc_ucontext`.
 ///

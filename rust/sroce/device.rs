@@ -2,10 +2,13 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::{budget::Budget, limits};
+use super::{budget::Budget, cq, limits};
 use crate::rdma::{
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
+    cq::{Cq, CqRequest, NotifyOn},
     device::{Device, Driver},
+    ucontext::UContext,
+    udata::UData,
 };
 use kernel::prelude::*;
 
@@ -22,6 +25,8 @@ pub(crate) struct SroceDevice {
     sys_image_guid_be: u64,
     /// Protection domains in use, against `max_pd`.
     pds: Budget,
+    /// Completion queues in use, against `max_cq`.
+    pub(crate) cqs: Budget,
 }
 
 impl SroceDevice {
@@ -30,6 +35,7 @@ impl SroceDevice {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
             pds: Budget::new(limits::MAX_PD),
+            cqs: Budget::new(limits::MAX_CQ),
         })
     }
 }
@@ -44,6 +50,7 @@ pub(crate) struct SroceProtectionDomain;
 impl Driver for SroceDevice {
     type UContext = SroceUContext;
     type Pd = SroceProtectionDomain;
+    type Cq = cq::SroceCq;
     const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
 
@@ -97,5 +104,28 @@ impl Driver for SroceDevice {
 
     fn dealloc_pd(dev: &Device<Self>, _pd: &SroceProtectionDomain) {
         dev.data().pds.give();
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        req: CqRequest<'_, Self>,
+    ) -> Result<(impl PinInit<cq::SroceCq, Error>, u32)> {
+        cq::create(dev, req)
+    }
+
+    fn destroy_cq(cq: &Cq<Self>) {
+        cq::destroy(cq)
+    }
+
+    fn resize_cq(
+        cq: &Cq<Self>,
+        entries: u32,
+        user: Option<(&UContext<Self>, UData)>,
+    ) -> Result<u32> {
+        cq::resize(cq, entries, user)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, on: NotifyOn) -> bool {
+        cq::req_notify(cq, on)
     }
 }

@@ -31,6 +31,11 @@ pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
 /// Protection domains per device.
 pub(crate) const MAX_PD: u32 = 0x1_0000;
 
+/// Completion queues per device.
+pub(crate) const MAX_CQ: u32 = 0x4000;
+/// Entries per completion queue.
+pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
+
 /// The device attributes, with the system image GUID given.
 pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
     DeviceAttr {
@@ -43,8 +48,8 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         device_cap_flags: 0,
         max_sge: 32,
         max_sge_rd: 32,
-        max_cq: 0x4000,
-        max_cqe: (1 << 15) - 1,
+        max_cq: MAX_CQ,
+        max_cqe: MAX_CQE,
         max_mr: 0x4_0000,
         max_pd: MAX_PD,
         max_qp_rd_atom: 128,

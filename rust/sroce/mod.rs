@@ -4,6 +4,7 @@
 //! userspace ABI so unmodified rdma-core drives them.
 
 pub(crate) mod budget;
+pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod events;
 pub(crate) mod guid;

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_cq`: completion queues.
+
+use super::{
+    bindings,
+    device::{device_from_raw, Device, Driver},
+    object::core_object,
+    ucontext::UContext,
+    udata::UData,
+};
+use kernel::{error::from_result, prelude::*};
+
+core_object!(
+    /// A completion queue with the driver's per-CQ state.
+    Cq,
+    bindings::ib_cq,
+    Cq
+);
+
+/// What a completion notification was requested for (`ibv_req_notify_cq`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum NotifyOn {
+    /// The next completion.
+    NextCompletion,
+    /// The next solicited completion (or error).
+    Solicited,
+}
+
+/// A request to create a completion queue.
+pub(crate) struct CqRequest<'a, T: Driver> {
+    /// Entries asked for (at least this many must fit).
+    pub(crate) entries: u32,
+    /// The creating process's context and provider data; `None` for kernel
+    /// consumers.
+    pub(crate) user: Option<(&'a UContext<T>, UData)>,
+}
+
+impl<T: Driver> Cq<T> {
+    /// The CQ's device.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: `device` of a live CQ is its live device.
+        unsafe { device_from_raw::<T>((*self.core_ptr()).device) }
+    }
+
+    /// Tells the core how many entries the CQ holds.
+    fn set_capacity(&self, cqe: u32) {
+        // SAFETY: `cqe` is a plain field the driver owns while the CQ lives;
+        // the core only reads it.
+        unsafe { (*self.core_ptr()).cqe = i32::try_from(cqe).unwrap_or(i32::MAX) };
+    }
+}
+
+/// `ib_device_ops.create_cq`.
+///
+/// # Safety
+///
+/// Called by the core with a zeroed object of `size_ib_cq` bytes whose
+/// `device` is a live `Device<T>`, valid `attr`, and `attrs` NULL (kernel
+/// consumers) or a live bundle.
+pub(super) unsafe extern "C" fn create<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: valid per the function contract.
+        let (attr, dev) = unsafe { (&*attr, device_from_raw::<T>((*cq).device)) };
+        if attr.flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let user = if attrs.is_null() {
+            None
+        } else {
+            // SAFETY: a live bundle: its context is the caller's live user
+            // context of this device, and `driver_udata` is valid.
+            unsafe {
+                let b = &mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
+                let uctx = UContext::<T>::from_raw(b.context);
+                UData::from_raw(&raw mut b.driver_udata).map(|u| (uctx, u))
+            }
+        };
+        let req = CqRequest {
+            // `attr.comp_vector` is checked by the core; completion events
+            // are raised on the CPU that produces the completion.
+            entries: attr.cqe,
+            user,
+        };
+        let (init, capacity) = T::create_cq(dev, req)?;
+        // SAFETY: a fresh object of `Cq<T>::SIZE` bytes.
+        unsafe { Cq::<T>::init_pinned(cq, init)? };
+        // SAFETY: initialised just above.
+        unsafe { Cq::<T>::from_raw(cq) }.set_capacity(capacity);
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.destroy_cq`. The core only calls it once no queue pair
+/// uses the CQ.
+///
+/// # Safety
+///
+/// Called once by the core for a CQ `create` initialised.
+pub(super) unsafe extern "C" fn destroy<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised (function contract).
+    T::destroy_cq(unsafe { Cq::<T>::from_raw(cq) });
+    // SAFETY: initialised by `create` and not used again.
+    unsafe { Cq::<T>::drop_data(cq) };
+    0
+}
+
+/// `ib_device_ops.resize_user_cq`.
+///
+/// # Safety
+///
+/// Called by the core for a live user CQ with valid udata.
+pub(super) unsafe extern "C" fn resize<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    entries: kernel::ffi::c_uint,
+    udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: live and initialised (function contract).
+        let this = unsafe { Cq::<T>::from_raw(cq) };
+        // SAFETY: the core passes the udata of a user call, whose bundle
+        // holds the caller's live user context.
+        let user = unsafe { UData::from_raw(udata) }.map(|u| {
+            // SAFETY: as above.
+            let uctx = unsafe { UContext::<T>::from_raw(u.bundle_context()) };
+            (uctx, u)
+        });
+        let capacity = T::resize_cq(this, entries, user)?;
+        this.set_capacity(capacity);
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.req_notify_cq`.
+///
+/// # Safety
+///
+/// Called by the core for a live CQ.
+pub(super) unsafe extern "C" fn req_notify<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    flags: bindings::ib_cq_notify_flags,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised (function contract).
+    let this = unsafe { Cq::<T>::from_raw(cq) };
+    let on = if flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+        == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
+    {
+        NotifyOn::Solicited
+    } else {
+        NotifyOn::NextCompletion
+    };
+    let report_missed = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
+    let pending = T::req_notify_cq(this, on);
+    // A positive return tells the caller completions may already be there.
+    i32::from(report_missed && pending)
+}

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queues shared with userspace through `mmap`, in the layout of rxe's
+//! userspace ABI (`struct rxe_queue_buf` in `rdma_user_rxe.h`): a header with
+//! the element size, the index mask and the producer and consumer indices
+//! (each on its own cache line), then a power-of-two number of slots of a
+//! power-of-two size. One slot always stays empty, so `producer ==
+//! consumer` means empty and `producer + 1 == consumer` means full.
+//!
+//! The side that produces keeps its own copy of its index and only reads
+//! the other side's index from shared memory, masked, so a misbehaving
+//! process can corrupt its own queue but never make the kernel read or
+//! write outside it.
+
+use super::{bindings, device::Driver, ucontext::UContext};
+use core::{
+    mem::{offset_of, size_of},
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, Ordering},
+};
+use kernel::{error::from_result, prelude::*, types::Opaque};
+
+const HEADER_LEN: usize = size_of::<bindings::rxe_queue_buf>();
+const PRODUCER_OFFSET: usize = offset_of!(bindings::rxe_queue_buf, producer_index);
+const CONSUMER_OFFSET: usize = offset_of!(bindings::rxe_queue_buf, consumer_index);
+
+/// Where userspace finds a queue: pass to `mmap` on the verbs file
+/// (`struct mminfo` of the rxe ABI).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct MmapInfo {
+    /// The `mmap` offset.
+    pub(crate) offset: u64,
+    /// Bytes to map.
+    pub(crate) size: u32,
+}
+
+/// The memory of one queue.
+///
+/// # Invariants
+///
+/// `buf` is a zeroed `vmalloc_user` allocation of `len` bytes (a multiple of
+/// the page size) holding the header and `mask + 1` slots of
+/// `1 << log2_elem` bytes; the header's size fields are set.
+struct QueueMem {
+    buf: NonNull<u8>,
+    len: usize,
+    log2_elem: u32,
+    mask: u32,
+}
+
+impl QueueMem {
+    fn new(min_elems: u32, elem_size: usize) -> Result<Self> {
+        let slots = min_elems
+            .checked_add(1)
+            .and_then(u32::checked_next_power_of_two)
+            .ok_or(EINVAL)?;
+        let elem = elem_size.checked_next_power_of_two().ok_or(EINVAL)?;
+        let log2_elem = elem.trailing_zeros();
+        let len = (slots as usize)
+            .checked_mul(elem)
+            .and_then(|n| n.checked_add(HEADER_LEN))
+            .and_then(|n| n.checked_next_multiple_of(1usize << bindings::PAGE_SHIFT))
+            .filter(|n| u32::try_from(*n).is_ok())
+            .ok_or(EINVAL)?;
+        // SAFETY: plain allocation; NULL is handled.
+        let buf = NonNull::new(
+            unsafe { bindings::sroce_vmalloc_user(len as kernel::ffi::c_ulong) }.cast::<u8>(),
+        )
+        .ok_or(ENOMEM)?;
+        let this = Self {
+            buf,
+            len,
+            log2_elem,
+            mask: slots - 1,
+        };
+        // SAFETY: the header lies within the fresh allocation; nothing else
+        // can see it yet.
+        unsafe {
+            let hdr = buf.as_ptr().cast::<bindings::rxe_queue_buf>();
+            (*hdr).log2_elem_size = log2_elem;
+            (*hdr).index_mask = slots - 1;
+        }
+        Ok(this)
+    }
+
+    fn index(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: `offset` is one of the two index fields, 4-byte aligned
+        // inside the live buffer; userspace also accesses them atomically.
+        unsafe { AtomicU32::from_ptr(self.buf.as_ptr().add(offset).cast::<u32>()) }
+    }
+
+    fn slot(&self, index: u32) -> *mut u8 {
+        let i = (index & self.mask) as usize;
+        // SAFETY: `i <= mask`, so the slot lies inside the buffer.
+        unsafe { self.buf.as_ptr().add(HEADER_LEN + (i << self.log2_elem)) }
+    }
+}
+
+impl Drop for QueueMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `vmalloc_user`; pages userspace still maps keep
+        // their own references, so the memory stays valid for them.
+        unsafe { bindings::vfree(self.buf.as_ptr().cast()) };
+    }
+}
+
+// SAFETY: the buffer is plain memory; concurrent access is by atomics on the
+// indices and by the single-producer discipline of its owner.
+unsafe impl Send for QueueMem {}
+// SAFETY: see `Send`.
+unsafe impl Sync for QueueMem {}
+
+/// The core's mmap entry for a queue; owns the queue memory once inserted.
+#[repr(C)]
+struct MmapEntry {
+    entry: Opaque<bindings::rdma_user_mmap_entry>,
+    mem: QueueMem,
+}
+
+/// Who owns a queue's memory.
+enum Backing {
+    /// A kernel consumer's queue.
+    Kernel(QueueMem),
+    /// Mapped into a process: the core's mmap entry owns the memory and
+    /// frees it (`mmap_free`) after `remove` and the last `mmap` lookup.
+    User(NonNull<MmapEntry>),
+}
+
+/// A queue whose producer is the kernel (a completion queue).
+///
+/// # Invariants
+///
+/// For [`Backing::User`], the entry stays inserted (and the memory alive)
+/// until `drop` removes it. `producer` is the kernel's own producer index.
+pub(crate) struct KernelProducerQueue {
+    backing: Backing,
+    producer: u32,
+}
+
+// SAFETY: the entry pointer is only used to reach the memory, which is
+// `Send + Sync`, and to remove the entry once.
+unsafe impl Send for KernelProducerQueue {}
+// SAFETY: see `Send`.
+unsafe impl Sync for KernelProducerQueue {}
+
+impl KernelProducerQueue {
+    /// A queue of at least `min_elems` usable slots of `elem_size` bytes,
+    /// mapped for `uctx` when given.
+    pub(crate) fn new<T: Driver>(
+        min_elems: u32,
+        elem_size: usize,
+        uctx: Option<&UContext<T>>,
+    ) -> Result<(Self, MmapInfo)> {
+        let mem = QueueMem::new(min_elems, elem_size)?;
+        let Some(uctx) = uctx else {
+            return Ok((
+                Self {
+                    backing: Backing::Kernel(mem),
+                    producer: 0,
+                },
+                MmapInfo::default(),
+            ));
+        };
+        let len = mem.len;
+        let entry = KBox::new(
+            MmapEntry {
+                entry: Opaque::new(bindings::rdma_user_mmap_entry::default()),
+                mem,
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(entry);
+        // SAFETY: `raw` is a live entry; `uctx` is a live user context. On
+        // success the core keeps a reference until `remove`.
+        let ret = unsafe {
+            bindings::rdma_user_mmap_entry_insert(uctx.core_ptr(), (*raw).entry.get(), len)
+        };
+        if ret != 0 {
+            // SAFETY: insertion failed, so the core does not know `raw`.
+            drop(unsafe { KBox::from_raw(raw) });
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: inserted entries have their page offset set.
+        let pgoff = unsafe { (*(*raw).entry.get()).start_pgoff };
+        let info = MmapInfo {
+            offset: (pgoff as u64) << bindings::PAGE_SHIFT,
+            size: len as u32,
+        };
+        // SAFETY: `raw` came from `KBox::into_raw` and is not NULL.
+        let entry = unsafe { NonNull::new_unchecked(raw) };
+        Ok((
+            Self {
+                backing: Backing::User(entry),
+                producer: 0,
+            },
+            info,
+        ))
+    }
+
+    fn mem(&self) -> &QueueMem {
+        match &self.backing {
+            Backing::Kernel(m) => m,
+            // SAFETY: the entry is inserted until `drop` (type invariant).
+            Backing::User(e) => unsafe { &(*e.as_ptr()).mem },
+        }
+    }
+
+    /// Usable slots.
+    pub(crate) fn capacity(&self) -> u32 {
+        self.mem().mask
+    }
+
+    /// Entries the consumer has not taken yet.
+    pub(crate) fn len(&self) -> u32 {
+        let mem = self.mem();
+        let consumer = mem.index(CONSUMER_OFFSET).load(Ordering::Acquire);
+        self.producer.wrapping_sub(consumer) & mem.mask
+    }
+
+    /// Appends one element (its bytes, at most the slot size); `ENOSPC` when
+    /// the queue is full.
+    pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
+        let mem = self.mem();
+        if elem.len() > 1 << mem.log2_elem {
+            return Err(EINVAL);
+        }
+        let consumer = mem.index(CONSUMER_OFFSET).load(Ordering::Acquire) & mem.mask;
+        let next = self.producer.wrapping_add(1) & mem.mask;
+        if next == consumer {
+            return Err(ENOSPC);
+        }
+        // SAFETY: the slot at `producer` is inside the buffer and not visible
+        // to the consumer until the producer index moves past it.
+        unsafe {
+            core::ptr::copy_nonoverlapping(elem.as_ptr(), mem.slot(self.producer), elem.len());
+        }
+        mem.index(PRODUCER_OFFSET).store(next, Ordering::Release);
+        self.producer = next;
+        Ok(())
+    }
+
+    /// Moves the entries not yet consumed into `other` (for a resize);
+    /// `EINVAL` if they do not fit.
+    pub(crate) fn move_pending_into(&self, other: &mut Self) -> Result {
+        let mem = self.mem();
+        let pending = self.len();
+        if pending > other.capacity() {
+            return Err(EINVAL);
+        }
+        let mut index = mem.index(CONSUMER_OFFSET).load(Ordering::Acquire) & mem.mask;
+        let elem = 1usize << mem.log2_elem;
+        let mut tmp = [0u8; 128];
+        let chunk = elem.min(tmp.len());
+        for _ in 0..pending {
+            // SAFETY: the slot is inside the buffer; it holds a published
+            // entry the consumer has not taken.
+            unsafe { core::ptr::copy_nonoverlapping(mem.slot(index), tmp.as_mut_ptr(), chunk) };
+            other.push(&tmp[..chunk])?;
+            index = index.wrapping_add(1) & mem.mask;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for KernelProducerQueue {
+    fn drop(&mut self) {
+        if let Backing::User(e) = self.backing {
+            // SAFETY: inserted (type invariant); after this the core frees the
+            // entry through `mmap_free` and we never touch it again.
+            unsafe { bindings::rdma_user_mmap_entry_remove((*e.as_ptr()).entry.get()) };
+        }
+    }
+}
+
+/// `ib_device_ops.mmap`: maps the queue whose entry matches the offset.
+///
+/// # Safety
+///
+/// Called by the core with a live user context and VMA.
+pub(super) unsafe extern "C" fn mmap(
+    uctx: *mut bindings::ib_ucontext,
+    vma: *mut bindings::vm_area_struct,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: valid arguments (function contract); the lookup checks the
+        // VMA's size and flags and returns a referenced entry or NULL.
+        let entry = unsafe { bindings::rdma_user_mmap_entry_get(uctx, vma) };
+        if entry.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: every entry sroce inserts is the first field of an
+        // `MmapEntry`; our reference keeps it alive across the remap.
+        let ret = unsafe {
+            let mem = &(*entry.cast::<MmapEntry>()).mem;
+            let r = bindings::remap_vmalloc_range(vma, mem.buf.as_ptr().cast(), 0);
+            bindings::rdma_user_mmap_entry_put(entry);
+            r
+        };
+        kernel::error::to_result(ret)?;
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.mmap_free`: the last reference to an entry is gone.
+///
+/// # Safety
+///
+/// Called once by the core per removed entry.
+pub(super) unsafe extern "C" fn mmap_free(entry: *mut bindings::rdma_user_mmap_entry) {
+    // SAFETY: the entry came from `KBox::into_raw` of an `MmapEntry` whose
+    // first field it is; dropping frees the queue memory too.
+    drop(unsafe { KBox::from_raw(entry.cast::<MmapEntry>()) });
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The provider-specific command and response structs of rxe's userspace
+//! ABI (`include/uapi/rdma/rdma_user_rxe.h`), as plain Rust types the driver
+//! fills in. Sizes are checked against the C definitions at build time.
+
+use super::{bindings, queue::MmapInfo};
+use core::mem::size_of;
+use kernel::transmute::{AsBytes, FromBytes};
+
+/// `struct mminfo`: where userspace maps a queue.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct MmInfo {
+    offset: u64,
+    size: u32,
+    pad: u32,
+}
+
+impl From<MmapInfo> for MmInfo {
+    fn from(m: MmapInfo) -> Self {
+        Self {
+            offset: m.offset,
+            size: m.size,
+            pad: 0,
+        }
+    }
+}
+
+/// `struct rxe_create_cq_resp` (and `rxe_resize_cq_resp`, the same layout).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CqResp {
+    /// The completion queue's mapping.
+    pub(crate) mi: MmInfo,
+}
+
+const _: () = {
+    assert!(size_of::<MmInfo>() == size_of::<bindings::mminfo>());
+    assert!(size_of::<CqResp>() == size_of::<bindings::rxe_create_cq_resp>());
+    assert!(size_of::<CqResp>() == size_of::<bindings::rxe_resize_cq_resp>());
+};
+
+// SAFETY: `repr(C)` structs of integers with no padding (checked above by
+// size), so every byte is initialised and every bit pattern valid.
+unsafe impl AsBytes for MmInfo {}
+// SAFETY: as above.
+unsafe impl FromBytes for MmInfo {}
+// SAFETY: as above.
+unsafe impl AsBytes for CqResp {}
+// SAFETY: as above.
+unsafe impl FromBytes for CqResp {}
+
+/// Bytes of one completion queue entry: userspace reads `struct
+/// ib_uverbs_wc` from each slot.
+pub(crate) const CQE_SIZE: usize = size_of::<bindings::ib_uverbs_wc>();
