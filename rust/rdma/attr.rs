@@ -141,6 +141,18 @@ pub(crate) enum IbMtu {
 }
 
 impl IbMtu {
+    /// From the C enum value.
+    pub(crate) fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            1 => Self::Mtu256,
+            2 => Self::Mtu512,
+            3 => Self::Mtu1024,
+            4 => Self::Mtu2048,
+            5 => Self::Mtu4096,
+            _ => return None,
+        })
+    }
+
     /// The largest IB MTU not above `bytes`, if any.
     pub(crate) fn at_most(bytes: u32) -> Option<Self> {
         Some(match bytes {

@@ -17,6 +17,7 @@ use super::{
     cq::{self, Cq, CqRequest, NotifyOn},
     netdev::NetDevice,
     pd::{self, Pd},
+    qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
     queue,
     ucontext::{self, UContext},
 };
@@ -46,6 +47,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Pd: Send + Sync;
     /// State of one completion queue.
     type Cq: Send + Sync;
+    /// State of one queue pair.
+    type Qp: Send + Sync;
 
     /// `RDMA_DRIVER_*` id, which userspace uses to pick its provider library.
     const DRIVER_ID: u32;
@@ -82,6 +85,17 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Arms the CQ's completion event; returns whether completions are
     /// already waiting.
     fn req_notify_cq(cq: &Cq<Self>, on: NotifyOn) -> bool;
+    /// A new queue pair.
+    fn create_qp(
+        dev: &Device<Self>,
+        req: QpRequest<'_, Self>,
+    ) -> Result<(impl PinInit<Self::Qp, Error>, QpCreated)>;
+    /// A queue pair is going away.
+    fn destroy_qp(_qp: &Qp<Self>) {}
+    /// Applies attribute changes the core's state rules allow.
+    fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result;
+    /// The current attributes.
+    fn qp_attrs(qp: &Qp<Self>) -> QpAttrs;
 }
 
 /// A registered or registering RDMA device with driver data `T`.
@@ -416,6 +430,11 @@ impl<T: Driver> VTable<T> {
             resize_user_cq: Some(cq::resize::<T>),
             req_notify_cq: Some(cq::req_notify::<T>),
             size_ib_cq: Cq::<T>::SIZE,
+            create_qp: Some(qp::create::<T>),
+            destroy_qp: Some(qp::destroy::<T>),
+            modify_qp: Some(qp::modify::<T>),
+            query_qp: Some(qp::query::<T>),
+            size_ib_qp: Qp::<T>::SIZE,
             mmap: Some(queue::mmap),
             mmap_free: Some(queue::mmap_free),
             ..Default::default()

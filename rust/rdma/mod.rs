@@ -10,6 +10,7 @@
 //! structs it fills in, and the link/notifier registrations it owns.
 
 pub(crate) mod attr;
+pub(crate) mod av;
 pub(crate) mod bindings;
 pub(crate) mod cq;
 pub(crate) mod device;
@@ -18,6 +19,7 @@ pub(crate) mod netdev;
 pub(crate) mod notifier;
 pub(crate) mod object;
 pub(crate) mod pd;
+pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rxe_abi;
 pub(crate) mod ucontext;

@@ -126,27 +126,24 @@ enum Backing {
     User(NonNull<MmapEntry>),
 }
 
-/// A queue whose producer is the kernel (a completion queue).
+/// A queue's memory and, for a process's queue, its mapping.
 ///
 /// # Invariants
 ///
 /// For [`Backing::User`], the entry stays inserted (and the memory alive)
-/// until `drop` removes it. `producer` is the kernel's own producer index.
-pub(crate) struct KernelProducerQueue {
+/// until `drop` removes it.
+struct Ring {
     backing: Backing,
-    producer: u32,
 }
 
 // SAFETY: the entry pointer is only used to reach the memory, which is
 // `Send + Sync`, and to remove the entry once.
-unsafe impl Send for KernelProducerQueue {}
+unsafe impl Send for Ring {}
 // SAFETY: see `Send`.
-unsafe impl Sync for KernelProducerQueue {}
+unsafe impl Sync for Ring {}
 
-impl KernelProducerQueue {
-    /// A queue of at least `min_elems` usable slots of `elem_size` bytes,
-    /// mapped for `uctx` when given.
-    pub(crate) fn new<T: Driver>(
+impl Ring {
+    fn new<T: Driver>(
         min_elems: u32,
         elem_size: usize,
         uctx: Option<&UContext<T>>,
@@ -156,7 +153,6 @@ impl KernelProducerQueue {
             return Ok((
                 Self {
                     backing: Backing::Kernel(mem),
-                    producer: 0,
                 },
                 MmapInfo::default(),
             ));
@@ -184,14 +180,13 @@ impl KernelProducerQueue {
         let pgoff = unsafe { (*(*raw).entry.get()).start_pgoff };
         let info = MmapInfo {
             offset: (pgoff as u64) << bindings::PAGE_SHIFT,
-            size: len as u32,
+            size: u32::try_from(len).map_err(|_| EINVAL)?,
         };
         // SAFETY: `raw` came from `KBox::into_raw` and is not NULL.
         let entry = unsafe { NonNull::new_unchecked(raw) };
         Ok((
             Self {
                 backing: Backing::User(entry),
-                producer: 0,
             },
             info,
         ))
@@ -204,15 +199,48 @@ impl KernelProducerQueue {
             Backing::User(e) => unsafe { &(*e.as_ptr()).mem },
         }
     }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        if let Backing::User(e) = self.backing {
+            // SAFETY: inserted (type invariant); after this the core frees the
+            // entry through `mmap_free` and we never touch it again.
+            unsafe { bindings::rdma_user_mmap_entry_remove((*e.as_ptr()).entry.get()) };
+        }
+    }
+}
+
+/// A queue the kernel produces into (a completion queue).
+///
+/// # Invariants
+///
+/// `producer` is the kernel's own producer index, masked.
+pub(crate) struct KernelProducerQueue {
+    ring: Ring,
+    producer: u32,
+}
+
+impl KernelProducerQueue {
+    /// A queue of at least `min_elems` usable slots of `elem_size` bytes,
+    /// mapped for `uctx` when given.
+    pub(crate) fn new<T: Driver>(
+        min_elems: u32,
+        elem_size: usize,
+        uctx: Option<&UContext<T>>,
+    ) -> Result<(Self, MmapInfo)> {
+        let (ring, info) = Ring::new(min_elems, elem_size, uctx)?;
+        Ok((Self { ring, producer: 0 }, info))
+    }
 
     /// Usable slots.
     pub(crate) fn capacity(&self) -> u32 {
-        self.mem().mask
+        self.ring.mem().mask
     }
 
     /// Entries the consumer has not taken yet.
     pub(crate) fn len(&self) -> u32 {
-        let mem = self.mem();
+        let mem = self.ring.mem();
         let consumer = mem.index(CONSUMER_OFFSET).load(Ordering::Acquire);
         self.producer.wrapping_sub(consumer) & mem.mask
     }
@@ -220,7 +248,7 @@ impl KernelProducerQueue {
     /// Appends one element (its bytes, at most the slot size); `ENOSPC` when
     /// the queue is full.
     pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
-        let mem = self.mem();
+        let mem = self.ring.mem();
         if elem.len() > 1 << mem.log2_elem {
             return Err(EINVAL);
         }
@@ -242,7 +270,7 @@ impl KernelProducerQueue {
     /// Moves the entries not yet consumed into `other` (for a resize);
     /// `EINVAL` if they do not fit.
     pub(crate) fn move_pending_into(&self, other: &mut Self) -> Result {
-        let mem = self.mem();
+        let mem = self.ring.mem();
         let pending = self.len();
         if pending > other.capacity() {
             return Err(EINVAL);
@@ -262,13 +290,45 @@ impl KernelProducerQueue {
     }
 }
 
-impl Drop for KernelProducerQueue {
-    fn drop(&mut self) {
-        if let Backing::User(e) = self.backing {
-            // SAFETY: inserted (type invariant); after this the core frees the
-            // entry through `mmap_free` and we never touch it again.
-            unsafe { bindings::rdma_user_mmap_entry_remove((*e.as_ptr()).entry.get()) };
-        }
+/// A queue a process produces into and the kernel consumes from (send,
+/// receive and shared receive queues).
+///
+/// # Invariants
+///
+/// `consumer` is the kernel's own consumer index, masked.
+pub(crate) struct UserProducerQueue {
+    ring: Ring,
+    consumer: u32,
+}
+
+impl UserProducerQueue {
+    /// A queue of at least `min_elems` usable slots of `elem_size` bytes,
+    /// mapped for `uctx` when given.
+    pub(crate) fn new<T: Driver>(
+        min_elems: u32,
+        elem_size: usize,
+        uctx: Option<&UContext<T>>,
+    ) -> Result<(Self, MmapInfo)> {
+        let (ring, info) = Ring::new(min_elems, elem_size, uctx)?;
+        Ok((Self { ring, consumer: 0 }, info))
+    }
+
+    /// Usable slots.
+    pub(crate) fn capacity(&self) -> u32 {
+        self.ring.mem().mask
+    }
+
+    /// Bytes per slot.
+    pub(crate) fn elem_size(&self) -> usize {
+        1 << self.ring.mem().log2_elem
+    }
+
+    /// Entries posted and not yet consumed by the kernel. The producer index
+    /// comes from the process and is masked before use.
+    pub(crate) fn pending(&self) -> u32 {
+        let mem = self.ring.mem();
+        let producer = mem.index(PRODUCER_OFFSET).load(Ordering::Acquire);
+        producer.wrapping_sub(self.consumer) & mem.mask
     }
 }
 

@@ -54,3 +54,29 @@ unsafe impl FromBytes for CqResp {}
 /// Bytes of one completion queue entry: userspace reads `struct
 /// ib_uverbs_wc` from each slot.
 pub(crate) const CQE_SIZE: usize = size_of::<bindings::ib_uverbs_wc>();
+
+/// Bytes of a send work queue entry before its scatter/gather list or
+/// inline data (`struct rxe_send_wqe`).
+pub(crate) const SEND_WQE_HEADER: usize = size_of::<bindings::rxe_send_wqe>();
+/// Bytes of a receive work queue entry before its scatter/gather list
+/// (`struct rxe_recv_wqe`).
+pub(crate) const RECV_WQE_HEADER: usize = size_of::<bindings::rxe_recv_wqe>();
+/// Bytes of one scatter/gather entry (`struct rxe_sge`).
+pub(crate) const SGE_SIZE: usize = size_of::<bindings::rxe_sge>();
+
+/// `struct rxe_create_qp_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CreateQpResp {
+    /// The receive queue's mapping (zero with a shared receive queue).
+    pub(crate) rq_mi: MmInfo,
+    /// The send queue's mapping.
+    pub(crate) sq_mi: MmInfo,
+}
+
+const _: () = assert!(size_of::<CreateQpResp>() == size_of::<bindings::rxe_create_qp_resp>());
+
+// SAFETY: `repr(C)` struct of integers with no padding (checked by size).
+unsafe impl AsBytes for CreateQpResp {}
+// SAFETY: as above.
+unsafe impl FromBytes for CreateQpResp {}

@@ -2,15 +2,16 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::{budget::Budget, cq, limits};
+use super::{budget::Budget, cq, limits, qp};
 use crate::rdma::{
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     cq::{Cq, CqRequest, NotifyOn},
     device::{Device, Driver},
+    qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
     ucontext::UContext,
     udata::UData,
 };
-use kernel::prelude::*;
+use kernel::{id_pool::IdPool, new_mutex, prelude::*, sync::Mutex};
 
 /// `RDMA_DRIVER_RXE`: rdma-core picks its `rxe` provider library by this id,
 /// which is what makes unmodified userspace work with sroce.
@@ -27,6 +28,9 @@ pub(crate) struct SroceDevice {
     pds: Budget,
     /// Completion queues in use, against `max_cq`.
     pub(crate) cqs: Budget,
+    /// Queue pair numbers in use; their count is bounded by `max_qp`.
+    #[pin]
+    qpns: Mutex<IdPool>,
 }
 
 impl SroceDevice {
@@ -36,7 +40,33 @@ impl SroceDevice {
             sys_image_guid_be: guid_be,
             pds: Budget::new(limits::MAX_PD),
             cqs: Budget::new(limits::MAX_CQ),
+            qpns <- new_mutex!(
+                IdPool::with_capacity(limits::QPN_BASE as usize + limits::MAX_QP as usize, GFP_KERNEL)?,
+                "sroce::qpns"
+            ),
         })
+    }
+}
+
+impl SroceDevice {
+    /// A free queue pair number (QPs 0 and 1 are the special management
+    /// QPs; numbers below `QPN_BASE` are never handed out).
+    pub(crate) fn alloc_qpn(&self) -> Result<u32> {
+        let mut pool = self.qpns.lock();
+        let id = pool
+            .find_unused_id(limits::QPN_BASE as usize)
+            .ok_or(ENOMEM)?;
+        let n = id.as_u32();
+        if n >= limits::QPN_BASE + limits::MAX_QP {
+            return Err(ENOMEM);
+        }
+        id.acquire();
+        Ok(n)
+    }
+
+    /// Returns a queue pair number.
+    pub(crate) fn free_qpn(&self, qpn: u32) {
+        self.qpns.lock().release_id(qpn as usize);
     }
 }
 
@@ -51,6 +81,7 @@ impl Driver for SroceDevice {
     type UContext = SroceUContext;
     type Pd = SroceProtectionDomain;
     type Cq = cq::SroceCq;
+    type Qp = qp::SroceQp;
     const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
 
@@ -127,5 +158,24 @@ impl Driver for SroceDevice {
 
     fn req_notify_cq(cq: &Cq<Self>, on: NotifyOn) -> bool {
         cq::req_notify(cq, on)
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        req: QpRequest<'_, Self>,
+    ) -> Result<(impl PinInit<qp::SroceQp, Error>, QpCreated)> {
+        qp::create(dev, req)
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) {
+        qp::destroy(qp)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result {
+        qp::modify(qp, change)
+    }
+
+    fn qp_attrs(qp: &Qp<Self>) -> QpAttrs {
+        qp::attrs(qp)
     }
 }

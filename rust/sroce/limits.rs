@@ -36,6 +36,19 @@ pub(crate) const MAX_CQ: u32 = 0x4000;
 /// Entries per completion queue.
 pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 
+/// Queue pairs per device.
+pub(crate) const MAX_QP: u32 = 0x1_0000;
+/// The first queue pair number handed out (below are reserved).
+pub(crate) const QPN_BASE: u32 = 16;
+/// Work requests per queue.
+pub(crate) const MAX_QP_WR: u32 = 0x4000;
+/// Scatter/gather entries per work request.
+pub(crate) const MAX_SGE: u32 = 32;
+/// Inline data bytes per send work request.
+pub(crate) const MAX_INLINE_DATA: u32 = 256;
+/// Outstanding RDMA READ/atomic operations per QP, each direction.
+pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
+
 /// The device attributes, with the system image GUID given.
 pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
     DeviceAttr {
@@ -43,16 +56,16 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         max_mr_size: u64::MAX,
         page_size_cap: 0xffff_f000,
         vendor_id: VENDOR_ID,
-        max_qp: 0x1_0000,
-        max_qp_wr: 0x4000,
+        max_qp: MAX_QP,
+        max_qp_wr: MAX_QP_WR,
         device_cap_flags: 0,
-        max_sge: 32,
-        max_sge_rd: 32,
+        max_sge: MAX_SGE,
+        max_sge_rd: MAX_SGE,
         max_cq: MAX_CQ,
         max_cqe: MAX_CQE,
         max_mr: 0x4_0000,
         max_pd: MAX_PD,
-        max_qp_rd_atom: 128,
+        max_qp_rd_atom: MAX_QP_RD_ATOM,
         max_res_rd_atom: 0x3f000,
         max_srq: 0x4000,
         max_srq_wr: 0x4000,

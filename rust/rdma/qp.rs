@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_qp`: queue pairs, their attributes and state transitions.
+
+use super::{
+    attr::IbMtu,
+    av::AddressVector,
+    bindings,
+    device::{device_from_raw, Device, Driver, PORT},
+    object::core_object,
+    ucontext::UContext,
+    udata::UData,
+};
+use kernel::{error::from_result, prelude::*};
+
+core_object!(
+    /// A queue pair with the driver's per-QP state.
+    Qp,
+    bindings::ib_qp,
+    Qp
+);
+
+impl<T: Driver> Qp<T> {
+    /// The QP's device.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: `device` of a live QP is its live device.
+        unsafe { device_from_raw::<T>((*self.core_ptr()).device) }
+    }
+}
+
+/// Transport service of a queue pair.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl QpType {
+    fn from_raw(t: bindings::ib_qp_type) -> Option<Self> {
+        match t {
+            bindings::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
+            bindings::ib_qp_type_IB_QPT_UC => Some(Self::Uc),
+            bindings::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
+            _ => None,
+        }
+    }
+
+    fn to_raw(self) -> bindings::ib_qp_type {
+        match self {
+            Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+        }
+    }
+}
+
+/// Queue pair states (IBTA vol. 1, 10.3.1).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum QpState {
+    /// Freshly created or reset.
+    #[default]
+    Reset,
+    /// Initialised: receives may be posted.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drained.
+    Sqd,
+    /// Send queue error.
+    Sqe,
+    /// Error: everything outstanding is flushed.
+    Err,
+}
+
+impl QpState {
+    fn from_raw(s: bindings::ib_qp_state) -> Option<Self> {
+        Some(match s {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+
+    fn to_raw(self) -> bindings::ib_qp_state {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// Queue sizes of a queue pair.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct QpCaps {
+    /// Send work requests.
+    pub(crate) max_send_wr: u32,
+    /// Receive work requests.
+    pub(crate) max_recv_wr: u32,
+    /// Scatter/gather entries per send work request.
+    pub(crate) max_send_sge: u32,
+    /// Scatter/gather entries per receive work request.
+    pub(crate) max_recv_sge: u32,
+    /// Bytes of inline data per send work request.
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCaps {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write_to(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// A request to create a queue pair.
+pub(crate) struct QpRequest<'a, T: Driver> {
+    /// Transport service.
+    pub(crate) qp_type: QpType,
+    /// Requested queue sizes (at least these).
+    pub(crate) caps: QpCaps,
+    /// Whether every send work request completes with a CQE.
+    pub(crate) signal_all: bool,
+    /// Whether receives come from a shared receive queue.
+    pub(crate) has_srq: bool,
+    /// The creating process's context and provider data; `None` for kernel
+    /// consumers.
+    pub(crate) user: Option<(&'a UContext<T>, UData)>,
+}
+
+/// What creation settled on.
+pub(crate) struct QpCreated {
+    /// The queue pair number.
+    pub(crate) qpn: u32,
+    /// The queue sizes granted.
+    pub(crate) caps: QpCaps,
+}
+
+/// The attributes one `modify_qp` call changes; `None` leaves one as is.
+#[derive(Default)]
+pub(crate) struct QpAttrChange {
+    /// New state (validated against the current one by the core's rules).
+    pub(crate) state: Option<QpState>,
+    /// Whether to raise an event when the send queue has drained.
+    pub(crate) en_sqd_async_notify: Option<bool>,
+    /// Remote access allowed (`IB_ACCESS_REMOTE_*`).
+    pub(crate) access_flags: Option<u32>,
+    /// Q_Key (UD).
+    pub(crate) qkey: Option<u32>,
+    /// Primary path (connected QPs).
+    pub(crate) av: Option<AddressVector>,
+    /// Path MTU.
+    pub(crate) path_mtu: Option<IbMtu>,
+    /// Local ACK timeout exponent (4.096 us × 2^timeout; 0 = infinite).
+    pub(crate) timeout: Option<u8>,
+    /// Retries on timeout or sequence error.
+    pub(crate) retry_cnt: Option<u8>,
+    /// Retries on RNR NAK (7 = forever).
+    pub(crate) rnr_retry: Option<u8>,
+    /// Expected PSN of the next request received.
+    pub(crate) rq_psn: Option<u32>,
+    /// Outstanding RDMA READ/atomic as initiator.
+    pub(crate) max_rd_atomic: Option<u8>,
+    /// RNR NAK timer code sent to peers.
+    pub(crate) min_rnr_timer: Option<u8>,
+    /// PSN of the next request sent.
+    pub(crate) sq_psn: Option<u32>,
+    /// Outstanding RDMA READ/atomic as responder.
+    pub(crate) max_dest_rd_atomic: Option<u8>,
+    /// Destination QP number.
+    pub(crate) dest_qpn: Option<u32>,
+}
+
+/// The attributes of a queue pair, as `query_qp` reports them.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpAttrs {
+    /// Current state.
+    pub(crate) state: QpState,
+    /// Whether an SQ-drained event was requested.
+    pub(crate) en_sqd_async_notify: bool,
+    /// Whether the send queue is still draining (in SQD).
+    pub(crate) sq_draining: bool,
+    /// Remote access allowed.
+    pub(crate) access_flags: u32,
+    /// Q_Key.
+    pub(crate) qkey: u32,
+    /// Primary path.
+    pub(crate) av: Option<AddressVector>,
+    /// Path MTU.
+    pub(crate) path_mtu: IbMtu,
+    /// Local ACK timeout exponent.
+    pub(crate) timeout: u8,
+    /// Retries on timeout.
+    pub(crate) retry_cnt: u8,
+    /// Retries on RNR NAK.
+    pub(crate) rnr_retry: u8,
+    /// Next expected request PSN.
+    pub(crate) rq_psn: u32,
+    /// Outstanding RDMA READ/atomic as initiator.
+    pub(crate) max_rd_atomic: u8,
+    /// RNR NAK timer code.
+    pub(crate) min_rnr_timer: u8,
+    /// Next request PSN.
+    pub(crate) sq_psn: u32,
+    /// Outstanding RDMA READ/atomic as responder.
+    pub(crate) max_dest_rd_atomic: u8,
+    /// Destination QP number.
+    pub(crate) dest_qpn: u32,
+    /// Queue sizes.
+    pub(crate) caps: QpCaps,
+    /// Transport service.
+    pub(crate) qp_type: Option<QpType>,
+    /// Whether every send completes with a CQE.
+    pub(crate) signal_all: bool,
+}
+
+/// `ib_device_ops.create_qp`.
+///
+/// # Safety
+///
+/// Called by the core with a zeroed object of `size_ib_qp` bytes whose
+/// `device` is a live `Device<T>`, valid `init`, and `udata` NULL (kernel
+/// consumers) or the udata of a live bundle.
+pub(super) unsafe extern "C" fn create<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: valid per the function contract.
+        let (init, dev) = unsafe { (&mut *init, device_from_raw::<T>((*qp).device)) };
+        let qp_type = QpType::from_raw(init.qp_type).ok_or(EOPNOTSUPP)?;
+        if init.create_flags != 0 || !init.rwq_ind_tbl.is_null() || !init.xrcd.is_null() {
+            return Err(EOPNOTSUPP);
+        }
+        // SAFETY: the udata of a user call belongs to a live bundle whose
+        // context is the caller's live user context.
+        let user = unsafe { UData::from_raw(udata) }.map(|u| {
+            // SAFETY: as above.
+            let uctx = unsafe { UContext::<T>::from_raw(u.bundle_context()) };
+            (uctx, u)
+        });
+        let req = QpRequest {
+            qp_type,
+            caps: QpCaps::from_raw(&init.cap),
+            signal_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            has_srq: !init.srq.is_null(),
+            user,
+        };
+        let (data, created) = T::create_qp(dev, req)?;
+        // SAFETY: a fresh object of `Qp<T>::SIZE` bytes.
+        unsafe { Qp::<T>::init_pinned(qp, data)? };
+        created.caps.write_to(&mut init.cap);
+        // SAFETY: the QP number is the driver's to set before returning.
+        unsafe { (*qp).qp_num = created.qpn };
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.destroy_qp`.
+///
+/// # Safety
+///
+/// Called once by the core for a QP `create` initialised.
+pub(super) unsafe extern "C" fn destroy<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised (function contract).
+    T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
+    // SAFETY: initialised by `create` and not used again.
+    unsafe { Qp::<T>::drop_data(qp) };
+    0
+}
+
+/// Attribute mask bits sroce does not support: alternate paths (automatic
+/// path migration) and rate limits.
+const UNSUPPORTED_MASK: u32 =
+    bindings::ib_qp_attr_mask_IB_QP_ALT_PATH | bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
+
+/// `ib_device_ops.modify_qp`.
+///
+/// # Safety
+///
+/// Called by the core for a live QP with a valid `attr`.
+pub(super) unsafe extern "C" fn modify<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: kernel::ffi::c_int,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: live and initialised; `attr` valid (function contract).
+        let (this, attr) = unsafe { (Qp::<T>::from_raw(qp), &*attr) };
+        let mask = u32::try_from(mask).map_err(|_| EINVAL)?;
+        let has = |bit: u32| mask & bit != 0;
+        if has(UNSUPPORTED_MASK) {
+            return Err(EOPNOTSUPP);
+        }
+        let current = T::qp_attrs(this);
+        let qp_type = current.qp_type.ok_or(EINVAL)?;
+        let cur_state = if has(bindings::ib_qp_attr_mask_IB_QP_CUR_STATE) {
+            let s = QpState::from_raw(attr.cur_qp_state).ok_or(EINVAL)?;
+            // The caller's idea of the current state must be right.
+            if s != current.state {
+                return Err(EINVAL);
+            }
+            s
+        } else {
+            current.state
+        };
+        let next = if has(bindings::ib_qp_attr_mask_IB_QP_STATE) {
+            QpState::from_raw(attr.qp_state).ok_or(EINVAL)?
+        } else {
+            cur_state
+        };
+        // SAFETY: a pure function of its arguments.
+        let ok = unsafe {
+            bindings::ib_modify_qp_is_ok(cur_state.to_raw(), next.to_raw(), qp_type.to_raw(), mask)
+        };
+        if !ok {
+            return Err(EINVAL);
+        }
+        if has(bindings::ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != PORT {
+            return Err(EINVAL);
+        }
+        if has(bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX) && attr.pkey_index != 0 {
+            return Err(EINVAL);
+        }
+        if has(bindings::ib_qp_attr_mask_IB_QP_CAP) {
+            // Resizing a QP's queues is not supported.
+            return Err(EOPNOTSUPP);
+        }
+        let opt = |bit: u32| has(bit);
+        let change = QpAttrChange {
+            state: opt(bindings::ib_qp_attr_mask_IB_QP_STATE).then_some(next),
+            en_sqd_async_notify: opt(bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY)
+                .then_some(attr.en_sqd_async_notify != 0),
+            access_flags: opt(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+                .then(|| u32::try_from(attr.qp_access_flags).map_err(|_| EINVAL))
+                .transpose()?,
+            qkey: opt(bindings::ib_qp_attr_mask_IB_QP_QKEY).then_some(attr.qkey),
+            av: opt(bindings::ib_qp_attr_mask_IB_QP_AV)
+                .then(|| AddressVector::from_ah_attr(&attr.ah_attr))
+                .transpose()?,
+            path_mtu: opt(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU)
+                .then(|| IbMtu::from_raw(attr.path_mtu).ok_or(EINVAL))
+                .transpose()?,
+            timeout: opt(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT).then_some(attr.timeout),
+            retry_cnt: opt(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT).then_some(attr.retry_cnt),
+            rnr_retry: opt(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY).then_some(attr.rnr_retry),
+            rq_psn: opt(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(attr.rq_psn),
+            max_rd_atomic: opt(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
+                .then_some(attr.max_rd_atomic),
+            min_rnr_timer: opt(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER)
+                .then_some(attr.min_rnr_timer),
+            sq_psn: opt(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN).then_some(attr.sq_psn),
+            max_dest_rd_atomic: opt(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
+                .then_some(attr.max_dest_rd_atomic),
+            dest_qpn: opt(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(attr.dest_qp_num),
+        };
+        T::modify_qp(this, &change)?;
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.query_qp`.
+///
+/// # Safety
+///
+/// Called by the core for a live QP with valid out-pointers.
+pub(super) unsafe extern "C" fn query<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: kernel::ffi::c_int,
+    init: *mut bindings::ib_qp_init_attr,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised; out-pointers valid (function contract).
+    let (this, out, init) = unsafe { (Qp::<T>::from_raw(qp), &mut *attr, &mut *init) };
+    let a = T::qp_attrs(this);
+    out.qp_state = a.state.to_raw();
+    out.cur_qp_state = a.state.to_raw();
+    out.path_mtu = a.path_mtu as u32;
+    out.qkey = a.qkey;
+    out.rq_psn = a.rq_psn;
+    out.sq_psn = a.sq_psn;
+    out.dest_qp_num = a.dest_qpn;
+    out.qp_access_flags = i32::try_from(a.access_flags).unwrap_or(0);
+    a.caps.write_to(&mut out.cap);
+    if let Some(av) = &a.av {
+        av.write_ah_attr(PORT, &mut out.ah_attr);
+    }
+    out.pkey_index = 0;
+    out.en_sqd_async_notify = u8::from(a.en_sqd_async_notify);
+    out.sq_draining = u8::from(a.sq_draining);
+    out.max_rd_atomic = a.max_rd_atomic;
+    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    out.min_rnr_timer = a.min_rnr_timer;
+    out.port_num = PORT;
+    out.timeout = a.timeout;
+    out.retry_cnt = a.retry_cnt;
+    out.rnr_retry = a.rnr_retry;
+
+    a.caps.write_to(&mut init.cap);
+    init.sq_sig_type = if a.signal_all {
+        bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+    } else {
+        bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+    };
+    if let Some(t) = a.qp_type {
+        init.qp_type = t.to_raw();
+    }
+    init.port_num = PORT;
+    // SAFETY: the core set these when it created the QP; they stay valid.
+    unsafe {
+        init.send_cq = (*qp).send_cq;
+        init.recv_cq = (*qp).recv_cq;
+        init.srq = (*qp).srq;
+    }
+    0
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: numbers, rings shared with the owning process, attributes
+//! and the state machine (transitions are checked by the RDMA core's table
+//! in the `rdma` layer; value ranges here).
+
+use super::{device::SroceDevice, limits};
+use crate::rdma::{
+    attr::IbMtu,
+    device::{Device, PORT},
+    qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpRequest, QpState, QpType},
+    queue::UserProducerQueue,
+    rxe_abi::{CreateQpResp, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+};
+use kernel::{new_mutex, prelude::*, sync::Mutex};
+
+/// PSNs are 24 bits.
+const PSN_MASK: u32 = 0x00ff_ffff;
+/// Access flags a QP may grant: local write and remote write/read/atomic.
+const QP_ACCESS_MASK: u32 = 0xf;
+
+/// The rings a process shares with a queue pair.
+struct Rings {
+    send: UserProducerQueue,
+    /// `None` when receives come from a shared receive queue.
+    recv: Option<UserProducerQueue>,
+}
+
+impl Rings {
+    /// Work requests posted and not yet taken by the kernel: (send, receive).
+    fn outstanding(&self) -> (u32, u32) {
+        (
+            self.send.pending(),
+            self.recv.as_ref().map_or(0, UserProducerQueue::pending),
+        )
+    }
+}
+
+/// sroce's state of one queue pair.
+#[pin_data]
+pub(crate) struct SroceQp {
+    qpn: u32,
+    #[pin]
+    attrs: Mutex<QpAttrs>,
+    rings: Rings,
+}
+
+/// Bytes of a send WQE slot that holds `sge` entries or `inline` bytes.
+fn send_wqe_size(caps: &QpCaps) -> usize {
+    SEND_WQE_HEADER + (caps.max_send_sge as usize * SGE_SIZE).max(caps.max_inline_data as usize)
+}
+
+fn check_caps(req: &QpRequest<'_, SroceDevice>) -> Result {
+    let c = &req.caps;
+    if c.max_send_wr > limits::MAX_QP_WR
+        || c.max_send_sge > limits::MAX_SGE
+        || c.max_inline_data > limits::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    if !req.has_srq && (c.max_recv_wr > limits::MAX_QP_WR || c.max_recv_sge > limits::MAX_SGE) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+pub(crate) fn create(
+    dev: &Device<SroceDevice>,
+    req: QpRequest<'_, SroceDevice>,
+) -> Result<(impl PinInit<SroceQp, Error>, QpCreated)> {
+    match req.qp_type {
+        QpType::Rc | QpType::Ud => {}
+        // Unreliable connected service arrives with the data path's UC mode.
+        QpType::Uc => return Err(EOPNOTSUPP),
+    }
+    // Kernel consumers post through `post_send`/`post_recv`, which arrive
+    // with the data path.
+    let Some((uctx, udata)) = req.user.as_ref() else {
+        return Err(EOPNOTSUPP);
+    };
+    check_caps(&req)?;
+    if udata.out_len() < core::mem::size_of::<CreateQpResp>() {
+        return Err(EINVAL);
+    }
+
+    let (send, sq_mi) = UserProducerQueue::new(
+        req.caps.max_send_wr.max(1),
+        send_wqe_size(&req.caps),
+        Some(*uctx),
+    )?;
+    let fit = send.elem_size() - SEND_WQE_HEADER;
+    let mut caps = QpCaps {
+        max_send_wr: send.capacity(),
+        max_send_sge: ((fit / SGE_SIZE) as u32).min(limits::MAX_SGE),
+        max_inline_data: (fit as u32).min(limits::MAX_INLINE_DATA),
+        ..QpCaps::default()
+    };
+    let (recv, rq_mi) = if req.has_srq {
+        (None, Default::default())
+    } else {
+        let sges = req.caps.max_recv_sge.max(1);
+        let (q, mi) = UserProducerQueue::new(
+            req.caps.max_recv_wr.max(1),
+            RECV_WQE_HEADER + sges as usize * SGE_SIZE,
+            Some(*uctx),
+        )?;
+        caps.max_recv_wr = q.capacity();
+        caps.max_recv_sge =
+            (((q.elem_size() - RECV_WQE_HEADER) / SGE_SIZE) as u32).min(limits::MAX_SGE);
+        (Some(q), mi)
+    };
+
+    let qpn = dev.data().alloc_qpn()?;
+    let resp = CreateQpResp {
+        rq_mi: rq_mi.into(),
+        sq_mi: sq_mi.into(),
+    };
+    if let Err(e) = udata.write(&resp) {
+        dev.data().free_qpn(qpn);
+        return Err(e);
+    }
+    let attrs = QpAttrs {
+        caps,
+        qp_type: Some(req.qp_type),
+        signal_all: req.signal_all,
+        path_mtu: IbMtu::Mtu1024,
+        ..QpAttrs::default()
+    };
+    Ok((
+        try_pin_init!(SroceQp {
+            qpn,
+            attrs <- new_mutex!(attrs, "sroce::qp"),
+            rings: Rings { send, recv },
+        }),
+        QpCreated { qpn, caps },
+    ))
+}
+
+pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
+    qp.device().data().free_qpn(qp.data().qpn);
+}
+
+/// Checks value ranges the state table does not cover.
+fn check_change(dev: &Device<SroceDevice>, c: &QpAttrChange) -> Result {
+    let atomics_ok = |v: Option<u8>| v.is_none_or(|n| u32::from(n) <= limits::MAX_QP_RD_ATOM);
+    let five_bits = |v: Option<u8>| v.is_none_or(|n| n <= 31);
+    let three_bits = |v: Option<u8>| v.is_none_or(|n| n <= 7);
+    if !atomics_ok(c.max_rd_atomic)
+        || !atomics_ok(c.max_dest_rd_atomic)
+        || !five_bits(c.timeout)
+        || !five_bits(c.min_rnr_timer)
+        || !three_bits(c.retry_cnt)
+        || !three_bits(c.rnr_retry)
+        || c.access_flags.is_some_and(|f| f & !QP_ACCESS_MASK != 0)
+        || c.dest_qpn.is_some_and(|n| n > PSN_MASK)
+    {
+        return Err(EINVAL);
+    }
+    if let Some(mtu) = c.path_mtu {
+        // The path MTU may not exceed what the port carries now.
+        let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
+        let active = limits::ib_mtu_for(ndev.mtu()).ok_or(EINVAL)?;
+        if mtu as u32 > active as u32 {
+            return Err(EINVAL);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
+    check_change(qp.device(), c)?;
+    let mut a = qp.data().attrs.lock();
+    if let Some(s) = c.state {
+        a.state = s;
+    }
+    macro_rules! apply {
+        ($($field:ident),*) => { $(if let Some(v) = c.$field { a.$field = v; })* };
+    }
+    apply!(
+        en_sqd_async_notify,
+        access_flags,
+        qkey,
+        path_mtu,
+        timeout,
+        retry_cnt,
+        rnr_retry,
+        max_rd_atomic,
+        min_rnr_timer,
+        max_dest_rd_atomic,
+        dest_qpn
+    );
+    if let Some(av) = c.av {
+        a.av = Some(av);
+    }
+    if let Some(p) = c.rq_psn {
+        a.rq_psn = p & PSN_MASK;
+    }
+    if let Some(p) = c.sq_psn {
+        a.sq_psn = p & PSN_MASK;
+    }
+    if a.state == QpState::Reset {
+        // A reset QP forgets its connection.
+        let keep = (a.caps, a.qp_type, a.signal_all);
+        *a = QpAttrs {
+            caps: keep.0,
+            qp_type: keep.1,
+            signal_all: keep.2,
+            path_mtu: IbMtu::Mtu1024,
+            ..QpAttrs::default()
+        };
+    }
+    Ok(())
+}
+
+pub(crate) fn attrs(qp: &Qp<SroceDevice>) -> QpAttrs {
+    let mut a = *qp.data().attrs.lock();
+    let (send_outstanding, _) = qp.data().rings.outstanding();
+    a.sq_draining = a.state == QpState::Sqd && send_outstanding > 0;
+    a
+}
