@@ -12,13 +12,16 @@
 //! the driver id (sroce presents rxe's id for userspace compatibility).
 
 use super::{
+    ah::{self, Ah},
     attr::{DeviceAttr, PortAttr, PortImmutable},
+    av::AddressVector,
     bindings,
     cq::{self, Cq, CqRequest, NotifyOn},
     netdev::NetDevice,
     pd::{self, Pd},
     qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
     queue,
+    srq::{self, Srq, SrqAttrs, SrqRequest},
     ucontext::{self, UContext},
 };
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
@@ -49,6 +52,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Cq: Send + Sync;
     /// State of one queue pair.
     type Qp: Send + Sync;
+    /// State of one shared receive queue.
+    type Srq: Send + Sync;
+    /// State of one address handle.
+    type Ah: Send + Sync;
 
     /// `RDMA_DRIVER_*` id, which userspace uses to pick its provider library.
     const DRIVER_ID: u32;
@@ -96,6 +103,28 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result;
     /// The current attributes.
     fn qp_attrs(qp: &Qp<Self>) -> QpAttrs;
+    /// A new shared receive queue, and the sizes granted.
+    fn create_srq(
+        dev: &Device<Self>,
+        req: SrqRequest<'_, Self>,
+    ) -> Result<(impl PinInit<Self::Srq, Error>, SrqAttrs)>;
+    /// A shared receive queue is going away (no QP uses it any more).
+    fn destroy_srq(_srq: &Srq<Self>) {}
+    /// Arms (or with 0 disarms) the SRQ's limit event.
+    fn set_srq_limit(srq: &Srq<Self>, limit: u32) -> Result;
+    /// The SRQ's sizes and limit.
+    fn srq_attrs(srq: &Srq<Self>) -> SrqAttrs;
+    /// A new address handle; `udata` is the provider's response for user
+    /// AHs.
+    fn create_ah(
+        dev: &Device<Self>,
+        av: AddressVector,
+        udata: Option<crate::rdma::udata::UData>,
+    ) -> Result<Self::Ah>;
+    /// An address handle is going away.
+    fn destroy_ah(_ah: &Ah<Self>) {}
+    /// The address an AH stands for.
+    fn ah_address(ah: &Ah<Self>) -> AddressVector;
 }
 
 /// A registered or registering RDMA device with driver data `T`.
@@ -435,6 +464,16 @@ impl<T: Driver> VTable<T> {
             modify_qp: Some(qp::modify::<T>),
             query_qp: Some(qp::query::<T>),
             size_ib_qp: Qp::<T>::SIZE,
+            create_srq: Some(srq::create::<T>),
+            destroy_srq: Some(srq::destroy::<T>),
+            modify_srq: Some(srq::modify::<T>),
+            query_srq: Some(srq::query::<T>),
+            size_ib_srq: Srq::<T>::SIZE,
+            create_ah: Some(ah::create::<T>),
+            create_user_ah: Some(ah::create::<T>),
+            destroy_ah: Some(ah::destroy::<T>),
+            query_ah: Some(ah::query::<T>),
+            size_ib_ah: Ah::<T>::SIZE,
             mmap: Some(queue::mmap),
             mmap_free: Some(queue::mmap_free),
             ..Default::default()

@@ -9,6 +9,7 @@
 //! with its per-device data, [`netdev::NetDevice`] references, attribute
 //! structs it fills in, and the link/notifier registrations it owns.
 
+pub(crate) mod ah;
 pub(crate) mod attr;
 pub(crate) mod av;
 pub(crate) mod bindings;
@@ -22,5 +23,6 @@ pub(crate) mod pd;
 pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rxe_abi;
+pub(crate) mod srq;
 pub(crate) mod ucontext;
 pub(crate) mod udata;

@@ -80,3 +80,39 @@ const _: () = assert!(size_of::<CreateQpResp>() == size_of::<bindings::rxe_creat
 unsafe impl AsBytes for CreateQpResp {}
 // SAFETY: as above.
 unsafe impl FromBytes for CreateQpResp {}
+
+/// `struct rxe_create_srq_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CreateSrqResp {
+    /// The queue's mapping.
+    pub(crate) mi: MmInfo,
+    /// The SRQ number (used by XRC; reported for completeness).
+    pub(crate) srq_num: u32,
+    /// Zero.
+    pub(crate) reserved: u32,
+}
+
+/// `struct rxe_create_ah_resp`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CreateAhResp {
+    /// The AH number userspace puts into UD send WQEs.
+    pub(crate) ah_num: u32,
+    /// Zero.
+    pub(crate) reserved: u32,
+}
+
+const _: () = {
+    assert!(size_of::<CreateSrqResp>() == size_of::<bindings::rxe_create_srq_resp>());
+    assert!(size_of::<CreateAhResp>() == size_of::<bindings::rxe_create_ah_resp>());
+};
+
+// SAFETY: `repr(C)` structs of integers with no padding (checked by size).
+unsafe impl AsBytes for CreateSrqResp {}
+// SAFETY: as above.
+unsafe impl FromBytes for CreateSrqResp {}
+// SAFETY: as above.
+unsafe impl AsBytes for CreateAhResp {}
+// SAFETY: as above.
+unsafe impl FromBytes for CreateAhResp {}

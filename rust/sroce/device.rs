@@ -2,12 +2,15 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::{budget::Budget, cq, limits, qp};
+use super::{ah, budget::Budget, cq, limits, qp, srq};
 use crate::rdma::{
+    ah::Ah,
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
+    av::AddressVector,
     cq::{Cq, CqRequest, NotifyOn},
     device::{Device, Driver},
     qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
+    srq::{Srq, SrqAttrs, SrqRequest},
     ucontext::UContext,
     udata::UData,
 };
@@ -31,6 +34,11 @@ pub(crate) struct SroceDevice {
     /// Queue pair numbers in use; their count is bounded by `max_qp`.
     #[pin]
     qpns: Mutex<IdPool>,
+    /// Shared receive queues in use, against `max_srq`.
+    pub(crate) srqs: Budget,
+    /// Address handle numbers in use (from 1; 0 means "no AH" in a WQE).
+    #[pin]
+    ah_nums: Mutex<IdPool>,
 }
 
 impl SroceDevice {
@@ -43,6 +51,11 @@ impl SroceDevice {
             qpns <- new_mutex!(
                 IdPool::with_capacity(limits::QPN_BASE as usize + limits::MAX_QP as usize, GFP_KERNEL)?,
                 "sroce::qpns"
+            ),
+            srqs: Budget::new(limits::MAX_SRQ),
+            ah_nums <- new_mutex!(
+                IdPool::with_capacity(limits::MAX_AH as usize + 1, GFP_KERNEL)?,
+                "sroce::ah_nums"
             ),
         })
     }
@@ -68,6 +81,23 @@ impl SroceDevice {
     pub(crate) fn free_qpn(&self, qpn: u32) {
         self.qpns.lock().release_id(qpn as usize);
     }
+
+    /// A free address handle number, bounded by `max_ah`.
+    pub(crate) fn alloc_ah_num(&self) -> Result<u32> {
+        let mut pool = self.ah_nums.lock();
+        let id = pool.find_unused_id(1).ok_or(ENOMEM)?;
+        let n = id.as_u32();
+        if n > limits::MAX_AH {
+            return Err(ENOMEM);
+        }
+        id.acquire();
+        Ok(n)
+    }
+
+    /// Returns an address handle number.
+    pub(crate) fn free_ah_num(&self, num: u32) {
+        self.ah_nums.lock().release_id(num as usize);
+    }
 }
 
 /// Per-user-context state. Empty until the verbs that need it arrive.
@@ -82,6 +112,8 @@ impl Driver for SroceDevice {
     type Pd = SroceProtectionDomain;
     type Cq = cq::SroceCq;
     type Qp = qp::SroceQp;
+    type Srq = srq::SroceSrq;
+    type Ah = ah::SroceAh;
     const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
 
@@ -177,5 +209,40 @@ impl Driver for SroceDevice {
 
     fn qp_attrs(qp: &Qp<Self>) -> QpAttrs {
         qp::attrs(qp)
+    }
+
+    fn create_srq(
+        dev: &Device<Self>,
+        req: SrqRequest<'_, Self>,
+    ) -> Result<(impl PinInit<srq::SroceSrq, Error>, SrqAttrs)> {
+        srq::create(dev, req)
+    }
+
+    fn destroy_srq(srq: &Srq<Self>) {
+        srq::destroy(srq)
+    }
+
+    fn set_srq_limit(srq: &Srq<Self>, limit: u32) -> Result {
+        srq::set_limit(srq, limit)
+    }
+
+    fn srq_attrs(srq: &Srq<Self>) -> SrqAttrs {
+        srq::attrs(srq)
+    }
+
+    fn create_ah(
+        dev: &Device<Self>,
+        av: AddressVector,
+        udata: Option<UData>,
+    ) -> Result<ah::SroceAh> {
+        ah::create(dev, av, udata)
+    }
+
+    fn destroy_ah(ah: &Ah<Self>) {
+        ah::destroy(ah)
+    }
+
+    fn ah_address(ah: &Ah<Self>) -> AddressVector {
+        ah::address(ah)
     }
 }

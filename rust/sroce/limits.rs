@@ -49,6 +49,15 @@ pub(crate) const MAX_INLINE_DATA: u32 = 256;
 /// Outstanding RDMA READ/atomic operations per QP, each direction.
 pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
 
+/// Shared receive queues per device.
+pub(crate) const MAX_SRQ: u32 = 0x4000;
+/// Work requests per shared receive queue.
+pub(crate) const MAX_SRQ_WR: u32 = 0x4000;
+/// Scatter/gather entries per shared receive queue work request.
+pub(crate) const MAX_SRQ_SGE: u32 = 27;
+/// Address handles per device.
+pub(crate) const MAX_AH: u32 = 0x7fff;
+
 /// The device attributes, with the system image GUID given.
 pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
     DeviceAttr {
@@ -67,10 +76,10 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         max_pd: MAX_PD,
         max_qp_rd_atom: MAX_QP_RD_ATOM,
         max_res_rd_atom: 0x3f000,
-        max_srq: 0x4000,
-        max_srq_wr: 0x4000,
-        max_srq_sge: 27,
-        max_ah: 0x7fff,
+        max_srq: MAX_SRQ,
+        max_srq_wr: MAX_SRQ_WR,
+        max_srq_sge: MAX_SRQ_SGE,
+        max_ah: MAX_AH,
         max_mw: 0x4_0000,
         max_fast_reg_page_list_len: 512,
         max_pkeys: 64,

@@ -3,6 +3,7 @@
 //! The sroce provider: devices bound to net devices, presenting rxe's
 //! userspace ABI so unmodified rdma-core drives them.
 
+pub(crate) mod ah;
 pub(crate) mod budget;
 pub(crate) mod cq;
 pub(crate) mod device;
@@ -11,3 +12,4 @@ pub(crate) mod guid;
 pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod qp;
+pub(crate) mod srq;

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_srq`: shared receive queues.
+
+use super::{
+    bindings,
+    device::{device_from_raw, Device, Driver},
+    object::core_object,
+    ucontext::UContext,
+    udata::UData,
+};
+use kernel::{error::from_result, prelude::*};
+
+core_object!(
+    /// A shared receive queue with the driver's per-SRQ state.
+    Srq,
+    bindings::ib_srq,
+    Srq
+);
+
+impl<T: Driver> Srq<T> {
+    /// The SRQ's device.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: `device` of a live SRQ is its live device.
+        unsafe { device_from_raw::<T>((*self.core_ptr()).device) }
+    }
+}
+
+/// Sizes and the low-watermark of a shared receive queue.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct SrqAttrs {
+    /// Receive work requests.
+    pub(crate) max_wr: u32,
+    /// Scatter/gather entries per work request.
+    pub(crate) max_sge: u32,
+    /// Raise `IB_EVENT_SRQ_LIMIT_REACHED` when fewer than this many WRs are
+    /// left (0: disarmed).
+    pub(crate) limit: u32,
+}
+
+/// A request to create a shared receive queue.
+pub(crate) struct SrqRequest<'a, T: Driver> {
+    /// Requested sizes (at least these) and initial limit.
+    pub(crate) attrs: SrqAttrs,
+    /// The creating process's context and provider data; `None` for kernel
+    /// consumers.
+    pub(crate) user: Option<(&'a UContext<T>, UData)>,
+}
+
+/// `ib_device_ops.create_srq`.
+///
+/// # Safety
+///
+/// Called by the core with a zeroed object of `size_ib_srq` bytes whose
+/// `device` is a live `Device<T>`, a valid `init`, and `udata` NULL or the
+/// udata of a live bundle.
+pub(super) unsafe extern "C" fn create<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: valid per the function contract.
+        let (init, dev) = unsafe { (&mut *init, device_from_raw::<T>((*srq).device)) };
+        if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+            return Err(EOPNOTSUPP);
+        }
+        // SAFETY: the udata of a user call belongs to a live bundle whose
+        // context is the caller's live user context.
+        let user = unsafe { UData::from_raw(udata) }.map(|u| {
+            // SAFETY: as above.
+            let uctx = unsafe { UContext::<T>::from_raw(u.bundle_context()) };
+            (uctx, u)
+        });
+        let req = SrqRequest {
+            attrs: SrqAttrs {
+                max_wr: init.attr.max_wr,
+                max_sge: init.attr.max_sge,
+                limit: init.attr.srq_limit,
+            },
+            user,
+        };
+        let (data, granted) = T::create_srq(dev, req)?;
+        // SAFETY: a fresh object of `Srq<T>::SIZE` bytes.
+        unsafe { Srq::<T>::init_pinned(srq, data)? };
+        init.attr.max_wr = granted.max_wr;
+        init.attr.max_sge = granted.max_sge;
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.destroy_srq`. The core only calls it once no queue pair
+/// uses the SRQ.
+///
+/// # Safety
+///
+/// Called once by the core for an SRQ `create` initialised.
+pub(super) unsafe extern "C" fn destroy<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised (function contract).
+    T::destroy_srq(unsafe { Srq::<T>::from_raw(srq) });
+    // SAFETY: initialised by `create` and not used again.
+    unsafe { Srq::<T>::drop_data(srq) };
+    0
+}
+
+/// `ib_device_ops.modify_srq`.
+///
+/// # Safety
+///
+/// Called by the core for a live SRQ with a valid `attr`.
+pub(super) unsafe extern "C" fn modify<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: bindings::ib_srq_attr_mask,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: live and initialised; `attr` valid (function contract).
+        let (this, attr) = unsafe { (Srq::<T>::from_raw(srq), &*attr) };
+        if mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
+            // Resizing a shared receive queue is not supported.
+            return Err(EOPNOTSUPP);
+        }
+        if mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
+            T::set_srq_limit(this, attr.srq_limit)?;
+        }
+        Ok(0)
+    })
+}
+
+/// `ib_device_ops.query_srq`.
+///
+/// # Safety
+///
+/// Called by the core for a live SRQ with a valid out-pointer.
+pub(super) unsafe extern "C" fn query<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised; `attr` valid (function contract).
+    let (this, out) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
+    let a = T::srq_attrs(this);
+    out.max_wr = a.max_wr;
+    out.max_sge = a.max_sge;
+    out.srq_limit = a.limit;
+    0
+}
