@@ -37,3 +37,13 @@ void *sroce_vmalloc_user(unsigned long size)
 {
 	return vmalloc_user(size);
 }
+
+/*
+ * Copies to or from memory a process maps and may change at any time (the
+ * rings). A C copy: racing plain accesses are tolerated by the kernel's
+ * memory model, and every value read is validated after the copy.
+ */
+void sroce_memcpy_shared(void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+}

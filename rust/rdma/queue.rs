@@ -257,11 +257,15 @@ impl KernelProducerQueue {
         if next == consumer {
             return Err(ENOSPC);
         }
-        // SAFETY: the slot at `producer` is inside the buffer and not visible
-        // to the consumer until the producer index moves past it.
+        // SAFETY: the slot at `producer` is inside the buffer (length checked
+        // above) and not handed to the consumer until the index moves.
         unsafe {
-            core::ptr::copy_nonoverlapping(elem.as_ptr(), mem.slot(self.producer), elem.len());
-        }
+            bindings::sroce_memcpy_shared(
+                mem.slot(self.producer).cast(),
+                elem.as_ptr().cast(),
+                elem.len(),
+            )
+        };
         mem.index(PRODUCER_OFFSET).store(next, Ordering::Release);
         self.producer = next;
         Ok(())
@@ -280,9 +284,14 @@ impl KernelProducerQueue {
         let mut tmp = [0u8; 128];
         let chunk = elem.min(tmp.len());
         for _ in 0..pending {
-            // SAFETY: the slot is inside the buffer; it holds a published
-            // entry the consumer has not taken.
-            unsafe { core::ptr::copy_nonoverlapping(mem.slot(index), tmp.as_mut_ptr(), chunk) };
+            // SAFETY: the slot is inside the buffer and `chunk` bytes fit both.
+            unsafe {
+                bindings::sroce_memcpy_shared(
+                    tmp.as_mut_ptr().cast(),
+                    mem.slot(index).cast(),
+                    chunk,
+                )
+            };
             other.push(&tmp[..chunk])?;
             index = index.wrapping_add(1) & mem.mask;
         }
