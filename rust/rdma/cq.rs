@@ -43,6 +43,39 @@ impl<T: Driver> Cq<T> {
         unsafe { device_from_raw::<T>((*self.core_ptr()).device) }
     }
 
+    /// Tells the consumer that completions are waiting: wakes the CQ's
+    /// completion channel (user CQs) or calls the kernel consumer's handler.
+    /// Call it when the CQ was armed, once per arming.
+    pub(crate) fn notify(&self) {
+        let cq = self.core_ptr();
+        // SAFETY: a live CQ; the core sets `comp_handler` (or leaves it NULL)
+        // before the CQ can produce completions and keeps it while it lives.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// Reports a completion queue overrun to the CQ's owner
+    /// (`IB_EVENT_CQ_ERR`).
+    pub(crate) fn report_overrun(&self) {
+        let cq = self.core_ptr();
+        // SAFETY: a live CQ; `event_handler` is set by the core for user CQs
+        // and by kernel consumers, and takes an event on our stack.
+        unsafe {
+            if let Some(handler) = (*cq).event_handler {
+                let mut ev = bindings::ib_event {
+                    device: (*cq).device,
+                    event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+                    ..Default::default()
+                };
+                ev.element.cq = cq;
+                handler(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
+
     /// Tells the core how many entries the CQ holds.
     fn set_capacity(&self, cqe: u32) {
         // SAFETY: `cqe` is a plain field the driver owns while the CQ lives;

@@ -26,3 +26,5 @@ pub(crate) mod rxe_abi;
 pub(crate) mod srq;
 pub(crate) mod ucontext;
 pub(crate) mod udata;
+pub(crate) mod wc;
+pub(crate) mod wqe;

@@ -6,6 +6,7 @@ use super::{
     attr::IbMtu,
     av::AddressVector,
     bindings,
+    cq::Cq,
     device::{device_from_raw, Device, Driver, PORT},
     object::core_object,
     ucontext::UContext,
@@ -25,6 +26,19 @@ impl<T: Driver> Qp<T> {
     pub(crate) fn device(&self) -> &Device<T> {
         // SAFETY: `device` of a live QP is its live device.
         unsafe { device_from_raw::<T>((*self.core_ptr()).device) }
+    }
+
+    /// The completion queue of the QP's sends.
+    pub(crate) fn send_cq(&self) -> &Cq<T> {
+        // SAFETY: the core sets `send_cq` at creation and holds the CQ (its
+        // use count) until the QP is destroyed.
+        unsafe { Cq::<T>::from_raw((*self.core_ptr()).send_cq) }
+    }
+
+    /// The completion queue of the QP's receives.
+    pub(crate) fn recv_cq(&self) -> &Cq<T> {
+        // SAFETY: as for `send_cq`.
+        unsafe { Cq::<T>::from_raw((*self.core_ptr()).recv_cq) }
     }
 }
 

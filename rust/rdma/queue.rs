@@ -339,6 +339,37 @@ impl UserProducerQueue {
         let producer = mem.index(PRODUCER_OFFSET).load(Ordering::Acquire);
         producer.wrapping_sub(self.consumer) & mem.mask
     }
+
+    /// Copies the oldest pending entry into `out`, at most one slot;
+    /// returns the bytes copied. The copy, not the ring, is what the kernel
+    /// then parses and acts on.
+    pub(crate) fn copy_oldest(&self, out: &mut [u8]) -> Result<usize> {
+        if self.pending() == 0 {
+            return Err(ENOENT);
+        }
+        let mem = self.ring.mem();
+        let n = out.len().min(1 << mem.log2_elem);
+        // SAFETY: the slot is inside the buffer and `n` bytes fit both sides.
+        unsafe {
+            bindings::sroce_memcpy_shared(
+                out.as_mut_ptr().cast(),
+                mem.slot(self.consumer).cast(),
+                n,
+            )
+        };
+        Ok(n)
+    }
+
+    /// Hands the oldest pending entry's slot back to the process.
+    pub(crate) fn retire(&mut self) {
+        if self.pending() == 0 {
+            return;
+        }
+        let mem = self.ring.mem();
+        self.consumer = self.consumer.wrapping_add(1) & mem.mask;
+        mem.index(CONSUMER_OFFSET)
+            .store(self.consumer, Ordering::Release);
+    }
 }
 
 /// `ib_device_ops.mmap`: maps the queue whose entry matches the offset.

@@ -11,9 +11,10 @@ use crate::rdma::{
     rxe_abi::{CqResp, CQE_SIZE},
     ucontext::UContext,
     udata::UData,
+    wc::{Completion, WcStatus},
 };
 use core::sync::atomic::{AtomicU8, Ordering};
-use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
+use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq, transmute::AsBytes};
 
 /// No completion event armed.
 const ARMED_NONE: u8 = 0;
@@ -116,4 +117,30 @@ pub(crate) fn req_notify(cq: &Cq<SroceDevice>, on: NotifyOn) -> bool {
             (cur != ARMED_NEXT).then_some(armed)
         });
     cq.data().queue.lock().len() > 0
+}
+
+/// Posts a completion and raises the completion event if the CQ is armed
+/// for it (`solicited`: the completion is of a solicited message; errors
+/// count as solicited, as the IBTA requires). A full CQ is an overrun:
+/// reported to the owner, and `ENOSPC` to the caller.
+pub(crate) fn post(cq: &Cq<SroceDevice>, c: &Completion, solicited: bool) -> Result {
+    let entry = c.to_uverbs();
+    if cq.data().queue.lock().push(entry.as_bytes()).is_err() {
+        cq.report_overrun();
+        return Err(ENOSPC);
+    }
+    let urgent = solicited || c.status != WcStatus::Success;
+    let fire = cq
+        .data()
+        .armed
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |armed| match armed {
+            ARMED_NEXT => Some(ARMED_NONE),
+            ARMED_SOLICITED if urgent => Some(ARMED_NONE),
+            _ => None,
+        })
+        .is_ok();
+    if fire {
+        cq.notify();
+    }
+    Ok(())
 }

@@ -4,13 +4,15 @@
 //! and the state machine (transitions are checked by the RDMA core's table
 //! in the `rdma` layer; value ranges here).
 
-use super::{device::SroceDevice, limits};
+use super::{cq, device::SroceDevice, limits};
 use crate::rdma::{
     attr::IbMtu,
     device::{Device, PORT},
     qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpRequest, QpState, QpType},
     queue::UserProducerQueue,
     rxe_abi::{CreateQpResp, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+    wc::{Completion, WcOpcode},
+    wqe::{RecvWqe, SendWqe, WQE_ID_LEN},
 };
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 
@@ -36,13 +38,19 @@ impl Rings {
     }
 }
 
+/// The mutable part of a queue pair, behind one lock: attributes change
+/// and queues are flushed together.
+struct QpInner {
+    attrs: QpAttrs,
+    rings: Rings,
+}
+
 /// sroce's state of one queue pair.
 #[pin_data]
 pub(crate) struct SroceQp {
     qpn: u32,
     #[pin]
-    attrs: Mutex<QpAttrs>,
-    rings: Rings,
+    inner: Mutex<QpInner>,
 }
 
 /// Bytes of a send WQE slot that holds `sge` entries or `inline` bytes.
@@ -129,8 +137,13 @@ pub(crate) fn create(
     Ok((
         try_pin_init!(SroceQp {
             qpn,
-            attrs <- new_mutex!(attrs, "sroce::qp"),
-            rings: Rings { send, recv },
+            inner <- new_mutex!(
+                QpInner {
+                    attrs,
+                    rings: Rings { send, recv },
+                },
+                "sroce::qp"
+            ),
         }),
         QpCreated { qpn, caps },
     ))
@@ -169,7 +182,9 @@ fn check_change(dev: &Device<SroceDevice>, c: &QpAttrChange) -> Result {
 
 pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
     check_change(qp.device(), c)?;
-    let mut a = qp.data().attrs.lock();
+    let mut inner = qp.data().inner.lock();
+    let QpInner { attrs: a, rings } = &mut *inner;
+    let entering_error = c.state == Some(QpState::Err) && a.state != QpState::Err;
     if let Some(s) = c.state {
         a.state = s;
     }
@@ -198,6 +213,9 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
     if let Some(p) = c.sq_psn {
         a.sq_psn = p & PSN_MASK;
     }
+    if entering_error {
+        flush(qp, rings);
+    }
     if a.state == QpState::Reset {
         // A reset QP forgets its connection.
         let keep = (a.caps, a.qp_type, a.signal_all);
@@ -213,8 +231,37 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
 }
 
 pub(crate) fn attrs(qp: &Qp<SroceDevice>) -> QpAttrs {
-    let mut a = *qp.data().attrs.lock();
-    let (send_outstanding, _) = qp.data().rings.outstanding();
+    let inner = qp.data().inner.lock();
+    let mut a = inner.attrs;
+    let (send_outstanding, _) = inner.rings.outstanding();
     a.sq_draining = a.state == QpState::Sqd && send_outstanding > 0;
     a
+}
+
+/// Completes every posted, unprocessed work request with a flush error, as
+/// a QP entering the error state must (IBTA 10.3.1): sends on the send CQ,
+/// receives on the receive CQ. Receives posted to a shared receive queue
+/// belong to the SRQ and stay.
+fn flush(qp: &Qp<SroceDevice>, rings: &mut Rings) {
+    let qpn = qp.data().qpn;
+    let mut buf = [0u8; WQE_ID_LEN];
+    while let Ok(n) = rings.send.copy_oldest(&mut buf) {
+        if let Ok((wr_id, opcode)) = SendWqe::id_and_completion(&buf[..n]) {
+            let _ = cq::post(
+                qp.send_cq(),
+                &Completion::flushed(wr_id, opcode, qpn),
+                false,
+            );
+        }
+        rings.send.retire();
+    }
+    if let Some(recv) = rings.recv.as_mut() {
+        while let Ok(n) = recv.copy_oldest(&mut buf) {
+            if let Ok(wr_id) = RecvWqe::id(&buf[..n]) {
+                let c = Completion::flushed(wr_id, WcOpcode::Recv, qpn);
+                let _ = cq::post(qp.recv_cq(), &c, false);
+            }
+            recv.retire();
+        }
+    }
 }

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work completions as userspace reads them from a completion queue ring
+//! (`struct ib_uverbs_wc`).
+
+use super::bindings;
+use core::mem::size_of;
+use kernel::transmute::{AsBytes, FromBytes};
+
+/// Completion status (`enum ib_wc_status`; userspace's `ibv_wc_status`
+/// has the same values). The data path adds the error statuses it reports.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub(crate) enum WcStatus {
+    /// Done.
+    Success = bindings::ib_wc_status_IB_WC_SUCCESS,
+    /// Flushed: the QP went to the error state before it was processed.
+    WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+}
+
+/// What completed (`enum ib_uverbs_wc_opcode`, plus the receive values).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub(crate) enum WcOpcode {
+    /// A send.
+    Send = bindings::ib_wc_opcode_IB_WC_SEND,
+    /// An RDMA WRITE.
+    RdmaWrite = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+    /// An RDMA READ.
+    RdmaRead = bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+    /// An atomic compare-and-swap.
+    CompSwap = bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+    /// An atomic fetch-and-add.
+    FetchAdd = bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
+    /// A local invalidate.
+    LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+    /// A receive.
+    Recv = bindings::ib_wc_opcode_IB_WC_RECV,
+}
+
+/// A work completion to post to a completion queue.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Completion {
+    /// The work request's identifier.
+    pub(crate) wr_id: u64,
+    /// Outcome.
+    pub(crate) status: WcStatus,
+    /// What completed.
+    pub(crate) opcode: WcOpcode,
+    /// Bytes transferred (receives, READs).
+    pub(crate) byte_len: u32,
+    /// Immediate data (network order, as received), if any.
+    pub(crate) imm_data: Option<u32>,
+    /// The rkey a SEND with invalidate invalidated, if any.
+    pub(crate) invalidated_rkey: Option<u32>,
+    /// The local QP.
+    pub(crate) qp_num: u32,
+    /// The sending QP (UD receives).
+    pub(crate) src_qp: u32,
+    /// Whether a GRH precedes the data in the receive buffer (UD).
+    pub(crate) grh: bool,
+}
+
+impl Completion {
+    /// A flush-error completion for a work request that was never executed.
+    pub(crate) fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: u32) -> Self {
+        Self {
+            wr_id,
+            status: WcStatus::WrFlushErr,
+            opcode,
+            byte_len: 0,
+            imm_data: None,
+            invalidated_rkey: None,
+            qp_num,
+            src_qp: 0,
+            grh: false,
+        }
+    }
+
+    /// The ring entry.
+    pub(crate) fn to_uverbs(self) -> UverbsWc {
+        let mut flags = 0;
+        let mut ex = 0;
+        if let Some(imm) = self.imm_data {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM;
+            ex = imm;
+        } else if let Some(rkey) = self.invalidated_rkey {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+            ex = rkey;
+        }
+        if self.grh {
+            flags |= bindings::ib_wc_flags_IB_WC_GRH;
+        }
+        UverbsWc {
+            wr_id: self.wr_id,
+            status: self.status as u32,
+            opcode: self.opcode as u32,
+            vendor_err: 0,
+            byte_len: self.byte_len,
+            ex,
+            qp_num: self.qp_num,
+            src_qp: self.src_qp,
+            wc_flags: flags,
+            pkey_index: 0,
+            slid: 0,
+            sl: 0,
+            dlid_path_bits: 0,
+            port_num: 1,
+            reserved: 0,
+        }
+    }
+}
+
+/// `struct ib_uverbs_wc`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct UverbsWc {
+    wr_id: u64,
+    status: u32,
+    opcode: u32,
+    vendor_err: u32,
+    byte_len: u32,
+    ex: u32,
+    qp_num: u32,
+    src_qp: u32,
+    wc_flags: u32,
+    pkey_index: u16,
+    slid: u16,
+    sl: u8,
+    dlid_path_bits: u8,
+    port_num: u8,
+    reserved: u8,
+}
+
+const _: () = assert!(size_of::<UverbsWc>() == size_of::<bindings::ib_uverbs_wc>());
+
+// SAFETY: `repr(C)` struct of integers laid out without padding (its size
+// equals the sum of its fields, checked against the C struct above).
+unsafe impl AsBytes for UverbsWc {}
+// SAFETY: as above.
+unsafe impl FromBytes for UverbsWc {}
