@@ -77,19 +77,21 @@ impl Completion {
         }
     }
 
-    /// The ring entry.
+    /// The ring entry. Its flags are libibverbs' (`IBV_WC_*`), which the
+    /// process reads straight from the ring; they differ from the kernel's
+    /// `IB_WC_*` for invalidation (bit 3, not bit 2).
     pub(crate) fn to_uverbs(self) -> UverbsWc {
         let mut flags = 0;
         let mut ex = 0;
         if let Some(imm) = self.imm_data {
-            flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM;
+            flags |= IBV_WC_WITH_IMM;
             ex = imm;
         } else if let Some(rkey) = self.invalidated_rkey {
-            flags |= bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+            flags |= IBV_WC_WITH_INV;
             ex = rkey;
         }
         if self.grh {
-            flags |= bindings::ib_wc_flags_IB_WC_GRH;
+            flags |= IBV_WC_GRH;
         }
         UverbsWc {
             wr_id: self.wr_id,
@@ -110,6 +112,13 @@ impl Completion {
         }
     }
 }
+
+/// libibverbs' `IBV_WC_GRH`.
+const IBV_WC_GRH: u32 = 1 << 0;
+/// libibverbs' `IBV_WC_WITH_IMM`.
+const IBV_WC_WITH_IMM: u32 = 1 << 1;
+/// libibverbs' `IBV_WC_WITH_INV`.
+const IBV_WC_WITH_INV: u32 = 1 << 3;
 
 /// `struct ib_uverbs_wc`.
 #[repr(C)]
