@@ -9,13 +9,17 @@
 //! with its per-device data, [`netdev::NetDevice`] references, attribute
 //! structs it fills in, and the link/notifier registrations it owns.
 
+pub(crate) mod access;
 pub(crate) mod attr;
 pub(crate) mod bindings;
 pub(crate) mod device;
 pub(crate) mod link;
+pub(crate) mod mr;
+pub(crate) mod mr_memory;
+pub(crate) mod mr_table;
 pub(crate) mod netdev;
 pub(crate) mod notifier;
 pub(crate) mod object;
 pub(crate) mod pd;
 pub(crate) mod ucontext;
-
+pub(crate) mod umem;

@@ -2,10 +2,16 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::{budget::Budget, limits};
+use super::{
+    budget::Budget,
+    limits,
+    mr::{self, SroceMemoryRegion},
+};
 use crate::rdma::{
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     device::{Device, Driver},
+    mr::MrRequest,
+    pd::Pd,
 };
 use kernel::prelude::*;
 
@@ -22,6 +28,8 @@ pub(crate) struct SroceDevice {
     sys_image_guid_be: u64,
     /// Protection domains in use, against `max_pd`.
     pds: Budget,
+    /// Memory regions in use, against `max_mr`.
+    pub(super) mrs: Budget,
 }
 
 impl SroceDevice {
@@ -30,6 +38,7 @@ impl SroceDevice {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
             pds: Budget::new(limits::MAX_PD),
+            mrs: Budget::new(limits::MAX_MR),
         })
     }
 }
@@ -44,6 +53,7 @@ pub(crate) struct SroceProtectionDomain;
 impl Driver for SroceDevice {
     type UContext = SroceUContext;
     type Pd = SroceProtectionDomain;
+    type Mr = SroceMemoryRegion;
     const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
 
@@ -97,5 +107,13 @@ impl Driver for SroceDevice {
 
     fn dealloc_pd(dev: &Device<Self>, _pd: &SroceProtectionDomain) {
         dev.data().pds.give();
+    }
+
+    fn reg_mr(dev: &Device<Self>, _pd: &Pd<Self>, req: &MrRequest) -> Result<SroceMemoryRegion> {
+        mr::admit(dev, req)
+    }
+
+    fn dereg_mr(dev: &Device<Self>, mr: &SroceMemoryRegion) {
+        mr::release(dev, mr);
     }
 }

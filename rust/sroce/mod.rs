@@ -9,3 +9,4 @@ pub(crate) mod events;
 pub(crate) mod guid;
 pub(crate) mod limits;
 pub(crate) mod link;
+pub(crate) mod mr;
