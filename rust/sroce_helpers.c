@@ -47,3 +47,59 @@ void sroce_memcpy_shared(void *dst, const void *src, size_t len)
 {
 	memcpy(dst, src, len);
 }
+
+void sroce_xa_init_alloc(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC);
+}
+
+/* Reserves an index (a NULL entry, which xa_load reports as absent). */
+int sroce_xa_reserve_cyclic(struct xarray *xa, u32 *id, u32 min, u32 max,
+			    u32 *next)
+{
+	return xa_alloc_cyclic(xa, id, NULL, XA_LIMIT(min, max), next,
+			       GFP_KERNEL);
+}
+
+/* Returns 0 or the negative errno xa_store() encoded in its result. */
+int sroce_xa_store(struct xarray *xa, unsigned long index, void *entry)
+{
+	return xa_err(xa_store(xa, index, entry, GFP_KERNEL));
+}
+
+bool sroce_refcount_inc_not_zero(refcount_t *r)
+{
+	return refcount_inc_not_zero(r);
+}
+
+void sroce_kfree_rcu_mightsleep(void *p)
+{
+	kfree_rcu_mightsleep(p);
+}
+
+struct page *sroce_sg_page_iter_page(struct sg_page_iter *piter)
+{
+	return sg_page_iter_page(piter);
+}
+
+void sroce_memcpy_to_page(struct page *page, size_t offset, const void *from,
+			  size_t len)
+{
+	memcpy_to_page(page, offset, from, len);
+}
+
+void sroce_memcpy_from_page(void *to, struct page *page, size_t offset,
+			    size_t len)
+{
+	memcpy_from_page(to, page, offset, len);
+}
+
+void *sroce_kmap_local_page(struct page *page)
+{
+	return kmap_local_page(page);
+}
+
+void sroce_kunmap_local(const void *addr)
+{
+	kunmap_local(addr);
+}

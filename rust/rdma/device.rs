@@ -17,6 +17,8 @@ use super::{
     av::AddressVector,
     bindings,
     cq::{self, Cq, CqRequest, NotifyOn},
+    mr::{self, MrRequest},
+    mr_table::MrTable,
     netdev::NetDevice,
     pd::{self, Pd},
     qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
@@ -56,6 +58,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Srq: Send + Sync;
     /// State of one address handle.
     type Ah: Send + Sync;
+    /// State of one memory region.
+    type Mr: Send + Sync;
 
     /// `RDMA_DRIVER_*` id, which userspace uses to pick its provider library.
     const DRIVER_ID: u32;
@@ -125,6 +129,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn destroy_ah(_ah: &Ah<Self>) {}
     /// The address an AH stands for.
     fn ah_address(ah: &Ah<Self>) -> AddressVector;
+    /// Admits a memory registration (rights, size, budget) before the
+    /// memory is pinned; undone by `dereg_mr`.
+    fn reg_mr(dev: &Device<Self>, pd: &Pd<Self>, req: &MrRequest) -> Result<Self::Mr>;
+    /// A memory region is going away; the data path no longer uses it.
+    fn dereg_mr(_dev: &Device<Self>, _mr: &Self::Mr) {}
 }
 
 /// A registered or registering RDMA device with driver data `T`.
@@ -133,12 +142,14 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
 ///
 /// - `ib` is at offset 0 and was allocated by `_ib_alloc_device` with the size
 ///   of `Self`; the RDMA core owns the allocation.
-/// - `registry` and `data` are initialised from the moment the core can call
-///   any driver callback until `dealloc_driver`, which drops them.
+/// - `registry`, `mrs` and `data` are initialised from the moment the core
+///   can call any driver callback until `dealloc_driver`, which drops them;
+///   `mrs` is never moved.
 #[repr(C)]
 pub(crate) struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
     registry: Arc<Registry<T>>,
+    mrs: MrTable<T>,
     data: T,
 }
 
@@ -148,8 +159,13 @@ impl<T: Driver> Device<T> {
         &self.data
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_device {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
+    }
+
+    /// The device's memory regions by key.
+    pub(super) fn mrs(&self) -> &MrTable<T> {
+        &self.mrs
     }
 
     /// Borrows the device from the `ib_device` the core passed to a callback.
@@ -239,12 +255,15 @@ impl<T: Driver> NewDevice<T> {
         // SAFETY: `p` is a fresh, zeroed allocation of `Device<T>` size and
         // alignment; the fields are written before anything reads them.
         unsafe { (&raw mut (*p).registry).write(registry.clone()) };
+        // SAFETY: as above; the core never relocates the allocation.
+        let Ok(()) = unsafe { MrTable::<T>::new().__init(&raw mut (*p).mrs) };
         // SAFETY: as above; `data` is never moved afterwards (the core owns
         // the allocation and never relocates it).
         if let Err(e) = unsafe { data.__init(&raw mut (*p).data) } {
             // SAFETY: ops are not installed yet, so `ib_dealloc_device` does
             // not call `dealloc_driver`; drop what was initialised here.
             unsafe {
+                core::ptr::drop_in_place(&raw mut (*p).mrs);
                 core::ptr::drop_in_place(&raw mut (*p).registry);
                 bindings::ib_dealloc_device(ib);
             }
@@ -476,6 +495,9 @@ impl<T: Driver> VTable<T> {
             size_ib_ah: Ah::<T>::SIZE,
             mmap: Some(queue::mmap),
             mmap_free: Some(queue::mmap_free),
+            reg_user_mr: Some(mr::reg_user::<T>),
+            get_dma_mr: Some(mr::get_dma::<T>),
+            dereg_mr: Some(mr::dereg::<T>),
             ..Default::default()
         }
     }
@@ -490,6 +512,7 @@ impl<T: Driver> VTable<T> {
         unsafe {
             (*p).registry.remove(NonNull::new_unchecked(p));
             core::ptr::drop_in_place(&raw mut (*p).data);
+            core::ptr::drop_in_place(&raw mut (*p).mrs);
             core::ptr::drop_in_place(&raw mut (*p).registry);
         }
     }

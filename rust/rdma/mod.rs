@@ -9,6 +9,7 @@
 //! with its per-device data, [`netdev::NetDevice`] references, attribute
 //! structs it fills in, and the link/notifier registrations it owns.
 
+pub(crate) mod access;
 pub(crate) mod ah;
 pub(crate) mod attr;
 pub(crate) mod av;
@@ -16,6 +17,9 @@ pub(crate) mod bindings;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod link;
+pub(crate) mod mr;
+pub(crate) mod mr_memory;
+pub(crate) mod mr_table;
 pub(crate) mod netdev;
 pub(crate) mod notifier;
 pub(crate) mod object;
@@ -26,5 +30,6 @@ pub(crate) mod rxe_abi;
 pub(crate) mod srq;
 pub(crate) mod ucontext;
 pub(crate) mod udata;
+pub(crate) mod umem;
 pub(crate) mod wc;
 pub(crate) mod wqe;

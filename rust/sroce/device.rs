@@ -2,13 +2,21 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::{ah, budget::Budget, cq, limits, qp, srq};
+use super::{
+    ah,
+    budget::Budget,
+    cq, limits,
+    mr::{self, SroceMemoryRegion},
+    qp, srq,
+};
 use crate::rdma::{
     ah::Ah,
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     av::AddressVector,
     cq::{Cq, CqRequest, NotifyOn},
     device::{Device, Driver},
+    mr::MrRequest,
+    pd::Pd,
     qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
     srq::{Srq, SrqAttrs, SrqRequest},
     ucontext::UContext,
@@ -39,6 +47,8 @@ pub(crate) struct SroceDevice {
     /// Address handle numbers in use (from 1; 0 means "no AH" in a WQE).
     #[pin]
     ah_nums: Mutex<IdPool>,
+    /// Memory regions in use, against `max_mr`.
+    pub(super) mrs: Budget,
 }
 
 impl SroceDevice {
@@ -57,6 +67,7 @@ impl SroceDevice {
                 IdPool::with_capacity(limits::MAX_AH as usize + 1, GFP_KERNEL)?,
                 "sroce::ah_nums"
             ),
+            mrs: Budget::new(limits::MAX_MR),
         })
     }
 }
@@ -114,6 +125,7 @@ impl Driver for SroceDevice {
     type Qp = qp::SroceQp;
     type Srq = srq::SroceSrq;
     type Ah = ah::SroceAh;
+    type Mr = SroceMemoryRegion;
     const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = RXE_UVERBS_ABI_VERSION;
 
@@ -244,5 +256,13 @@ impl Driver for SroceDevice {
 
     fn ah_address(ah: &Ah<Self>) -> AddressVector {
         ah::address(ah)
+    }
+
+    fn reg_mr(dev: &Device<Self>, _pd: &Pd<Self>, req: &MrRequest) -> Result<SroceMemoryRegion> {
+        mr::admit(dev, req)
+    }
+
+    fn dereg_mr(dev: &Device<Self>, mr: &SroceMemoryRegion) {
+        mr::release(dev, mr);
     }
 }

@@ -30,6 +30,12 @@ pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
 
 /// Protection domains per device.
 pub(crate) const MAX_PD: u32 = 0x1_0000;
+/// Memory regions per device (below the 2^24 indices MR keys can name).
+pub(crate) const MAX_MR: u32 = 0x4_0000;
+/// Largest memory region, in bytes: no limit of sroce's own, as in rxe.
+/// What a process can pin is bounded by its `RLIMIT_MEMLOCK` and the core's
+/// 2^32 pages per pinning.
+pub(crate) const MAX_MR_SIZE: u64 = u64::MAX;
 
 /// Completion queues per device.
 pub(crate) const MAX_CQ: u32 = 0x4000;
@@ -62,7 +68,7 @@ pub(crate) const MAX_AH: u32 = 0x7fff;
 pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
     DeviceAttr {
         sys_image_guid_be,
-        max_mr_size: u64::MAX,
+        max_mr_size: MAX_MR_SIZE,
         page_size_cap: 0xffff_f000,
         vendor_id: VENDOR_ID,
         max_qp: MAX_QP,
@@ -72,7 +78,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         max_sge_rd: MAX_SGE,
         max_cq: MAX_CQ,
         max_cqe: MAX_CQE,
-        max_mr: 0x4_0000,
+        max_mr: MAX_MR,
         max_pd: MAX_PD,
         max_qp_rd_atom: MAX_QP_RD_ATOM,
         max_res_rd_atom: 0x3f000,

@@ -11,5 +11,6 @@ pub(crate) mod events;
 pub(crate) mod guid;
 pub(crate) mod limits;
 pub(crate) mod link;
+pub(crate) mod mr;
 pub(crate) mod qp;
 pub(crate) mod srq;

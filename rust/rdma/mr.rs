@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_mr`: memory regions.
+//!
+//! Unlike PDs, MRs are allocated by the provider: `reg_user_mr` and
+//! `get_dma_mr` return a `struct ib_mr *`, and `dereg_mr` must free it. An
+//! [`Mr<T>`] is that allocation: the `ib_mr` at offset 0, then the key,
+//! range, rights and memory the data path uses, then the driver's data.
+//!
+//! Lifetime: registration publishes the MR in the device's key table
+//! ([`super::mr_table`]), which holds one reference. The data path takes
+//! more with [`MrRef`] while it copies. `dereg_mr` unpublishes the MR,
+//! drops the table's reference and waits for the data path's to go, so
+//! when it returns the device no longer touches the memory (as the verbs
+//! require) and the pages are unpinned in process context. [`MrRef`]s are
+//! meant for one operation (a packet, a work request), never to be held
+//! across waits, or deregistration would wait with them.
+
+use super::{
+    access::Access,
+    bindings,
+    device::{device_from_raw, Device, Driver},
+    mr_memory::{MrMemory, UserPages},
+    pd::Pd,
+};
+use core::ptr::NonNull;
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{Completion, Refcount},
+    types::Opaque,
+};
+use pin_init::InPlaceWrite;
+
+/// How a registration asks for memory.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum MrKind {
+    /// User memory at a virtual address (`ibv_reg_mr`).
+    User,
+    /// All memory, for a kernel consumer's PD (`get_dma_mr`).
+    Dma,
+}
+
+/// A registration request, as the driver sees it before memory is pinned.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MrRequest {
+    /// What memory is asked for.
+    pub(crate) kind: MrKind,
+    /// The address the region starts at in work requests and packets.
+    pub(crate) iova: u64,
+    /// Length in bytes.
+    pub(crate) length: u64,
+    /// Access rights, as given (not yet validated).
+    pub(crate) access: Access,
+}
+
+/// A memory region of a device of driver `T`.
+///
+/// # Invariants
+///
+/// - `ib` is at offset 0; the object was allocated by `KBox` (kmalloc) and
+///   is freed by `dereg` an RCU grace period after it left the key table.
+/// - `users` counts the key table's reference (until `dereg`) and one per
+///   live [`MrRef`]; `unused` is completed when it reaches zero, after which
+///   no new reference is taken.
+/// - `pd` is the address of the MR's PD, which outlives the MR (the core
+///   holds a use count on it); it is only compared, never dereferenced.
+/// - `[iova, iova + length)` does not wrap and, for user memory, maps onto
+///   the pinned pages byte for byte.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Mr<T: Driver> {
+    ib: Opaque<bindings::ib_mr>,
+    users: Refcount,
+    #[pin]
+    unused: Completion,
+    key: u32,
+    pd: usize,
+    iova: u64,
+    length: u64,
+    access: Access,
+    memory: MrMemory,
+    data: T::Mr,
+}
+
+impl<T: Driver> Mr<T> {
+    fn new(
+        key: u32,
+        pd: &Pd<T>,
+        req: MrRequest,
+        memory: MrMemory,
+        data: T::Mr,
+    ) -> impl PinInit<Self> {
+        const { assert!(core::mem::offset_of!(Self, ib) == 0) };
+        let pd = core::ptr::from_ref(pd) as usize;
+        pin_init!(Self {
+            ib: Opaque::new(bindings::ib_mr::default()),
+            users: Refcount::new(1),
+            unused <- Completion::new(),
+            key,
+            pd,
+            iova: req.iova,
+            length: req.length,
+            access: req.access,
+            memory,
+            data,
+        })
+    }
+
+    /// The MR's key (lkey and rkey are the same).
+    pub(crate) fn key(&self) -> u32 {
+        self.key
+    }
+
+    /// Drops one reference; the last one completes `unused`.
+    fn put(&self) {
+        if self.users.dec_and_test() {
+            self.unused.complete_all();
+        }
+    }
+}
+
+/// What the data path does with an MR it looked up.
+#[expect(dead_code, reason = "the data path (QPs) is not merged yet")]
+impl<T: Driver> Mr<T> {
+    /// The first address of the region.
+    pub(crate) fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// The region's length in bytes.
+    pub(crate) fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// The rights granted at registration.
+    pub(crate) fn access(&self) -> Access {
+        self.access
+    }
+
+    /// The driver's data.
+    pub(crate) fn data(&self) -> &T::Mr {
+        &self.data
+    }
+
+    /// Whether the MR belongs to `pd`.
+    pub(crate) fn belongs_to(&self, pd: &Pd<T>) -> bool {
+        self.pd == core::ptr::from_ref(pd) as usize
+    }
+
+    /// The offset in the region of `len` bytes at `iova`, if they are all
+    /// inside it. Never overflows.
+    pub(crate) fn offset_of(&self, iova: u64, len: u64) -> Option<u64> {
+        let offset = iova.checked_sub(self.iova)?;
+        (offset.checked_add(len)? <= self.length).then_some(offset)
+    }
+
+    /// Copies `src` into the region at `iova`. `EFAULT` if it does not fit
+    /// in the region, `EACCES` if the memory was not pinned writable.
+    pub(crate) fn copy_to(&self, iova: u64, src: &[u8]) -> Result {
+        let offset = self.offset_of(iova, src.len() as u64).ok_or(EFAULT)?;
+        self.memory.copy_to(offset, iova, src)
+    }
+
+    /// Fills `dst` from the region at `iova`. `EFAULT` if it does not fit.
+    pub(crate) fn copy_from(&self, iova: u64, dst: &mut [u8]) -> Result {
+        let offset = self.offset_of(iova, dst.len() as u64).ok_or(EFAULT)?;
+        self.memory.copy_from(offset, iova, dst)
+    }
+
+    /// Atomic compare-and-swap of the 8-byte aligned host-order `u64` at
+    /// `iova`; returns the previous value. `EINVAL` if misaligned.
+    pub(crate) fn atomic_compare_swap(&self, iova: u64, compare: u64, swap: u64) -> Result<u64> {
+        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
+        self.memory.compare_swap(offset, iova, compare, swap)
+    }
+
+    /// Atomic fetch-and-add of the 8-byte aligned host-order `u64` at
+    /// `iova`; returns the previous value. `EINVAL` if misaligned.
+    pub(crate) fn atomic_fetch_add(&self, iova: u64, add: u64) -> Result<u64> {
+        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
+        self.memory.fetch_add(offset, iova, add)
+    }
+}
+
+/// A counted reference to a registered MR, from a key lookup. The MR stays
+/// registered, its memory pinned, until every reference is dropped.
+///
+/// # Invariants
+///
+/// Holds one of the MR's `users` references.
+pub(crate) struct MrRef<T: Driver>(NonNull<Mr<T>>);
+
+// SAFETY: the MR is `Sync` (its fields are immutable or atomic) and the
+// reference may be dropped on any task or context (`complete_all` is
+// IRQ-safe).
+unsafe impl<T: Driver> Send for MrRef<T> {}
+// SAFETY: `&MrRef` only gives `&Mr`.
+unsafe impl<T: Driver> Sync for MrRef<T> {}
+
+impl<T: Driver> MrRef<T> {
+    /// Takes a reference unless the MR's last one is gone.
+    ///
+    /// # Safety
+    ///
+    /// `mr`'s memory must be valid for the call: the caller found it in the
+    /// key table under RCU.
+    pub(super) unsafe fn try_new(mr: NonNull<Mr<T>>) -> Option<Self> {
+        // SAFETY: the memory is valid (caller); `Refcount` wraps a
+        // `refcount_t` (transparent), which `refcount_inc_not_zero` takes.
+        let got = unsafe {
+            bindings::sroce_refcount_inc_not_zero(
+                core::ptr::from_ref(&mr.as_ref().users).cast_mut().cast(),
+            )
+        };
+        // INVARIANT: the increment succeeded.
+        got.then_some(Self(mr))
+    }
+}
+
+impl<T: Driver> core::ops::Deref for MrRef<T> {
+    type Target = Mr<T>;
+    fn deref(&self) -> &Mr<T> {
+        // SAFETY: the reference keeps the MR alive (type invariant).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for MrRef<T> {
+    fn drop(&mut self) {
+        self.put();
+    }
+}
+
+/// Registers an MR: the driver admits the request, `memory` provides the
+/// pages, the key table publishes it. Every step is undone on failure.
+fn register<T: Driver>(
+    dev: &Device<T>,
+    pd: &Pd<T>,
+    req: MrRequest,
+    memory: impl FnOnce() -> Result<MrMemory>,
+) -> Result<*mut bindings::ib_mr> {
+    // Allocated first so that nothing after the driver's admission can
+    // fail for lack of memory but the steps below, which undo it.
+    let slot = KBox::<Mr<T>>::new_uninit(GFP_KERNEL)?;
+    let data = T::reg_mr(dev, pd, &req)?;
+    let (memory, key) = match memory().and_then(|m| Ok((m, dev.mrs().reserve()?))) {
+        Ok(v) => v,
+        Err(e) => {
+            T::dereg_mr(dev, &data);
+            return Err(e);
+        }
+    };
+    let Ok(mr) = slot.write_pin_init(Mr::new(key, pd, req, memory, data));
+    // SAFETY: the MR is never moved: the core and the key table refer to it
+    // by address until `dereg` frees it.
+    let p = KBox::into_raw(unsafe { Pin::into_inner_unchecked(mr) });
+    // SAFETY: `p` is a fresh, initialised MR; it is not published yet, so
+    // no one else reads `ib`. The core fills in device, pd, type and
+    // uobject after we return.
+    unsafe {
+        let ib = (*p).ib.get();
+        (*ib).lkey = key;
+        (*ib).rkey = key;
+        (*ib).iova = req.iova;
+        (*ib).length = req.length;
+        (*ib).page_size = PAGE_SIZE as u32;
+    }
+    // SAFETY: initialised, `key` reserved in this table, and the initial
+    // `users` reference is the table's.
+    if let Err(e) = unsafe { dev.mrs().publish(NonNull::new_unchecked(p)) } {
+        dev.mrs().unreserve(key);
+        // SAFETY: never published, so this is the only pointer to it.
+        let mr = unsafe { KBox::from_raw(p) };
+        T::dereg_mr(dev, &mr.data);
+        return Err(e);
+    }
+    Ok(p.cast())
+}
+
+/// `ib_device_ops.reg_user_mr`.
+///
+/// # Safety
+///
+/// Called by the core with a live PD of a live `Device<T>`.
+pub(super) unsafe extern "C" fn reg_user<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: kernel::ffi::c_int,
+    dmah: *mut bindings::ib_dmah,
+    _udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { try_reg_user::<T>(pd, start, length, iova, access, dmah) }
+        .unwrap_or_else(Error::to_ptr)
+}
+
+/// `reg_user` with `Result` error handling.
+///
+/// # Safety
+///
+/// As for `reg_user`.
+unsafe fn try_reg_user<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: kernel::ffi::c_int,
+    dmah: *mut bindings::ib_dmah,
+) -> Result<*mut bindings::ib_mr> {
+    if !dmah.is_null() {
+        // DMA handles steer hardware DMA; there is none here.
+        return Err(EOPNOTSUPP);
+    }
+    // The translation maps iova onto the pinned pages byte for byte, so
+    // both must sit at the same offset within a page (uverbs checks this
+    // too; in-kernel callers may not).
+    if start % PAGE_SIZE as u64 != iova % PAGE_SIZE as u64 {
+        return Err(EINVAL);
+    }
+    // SAFETY: `pd` is live and its `device` is ours (function contract).
+    let dev = unsafe { device_from_raw::<T>((*pd).device) };
+    // SAFETY: a live PD that `pd::alloc` initialised.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    let req = MrRequest {
+        kind: MrKind::User,
+        iova,
+        length,
+        access: Access::from_raw(access),
+    };
+    register(dev, pd, req, || {
+        Ok(MrMemory::User(UserPages::pin(
+            dev, start, length, req.access,
+        )?))
+    })
+}
+
+/// `ib_device_ops.get_dma_mr`: an MR over all memory for a kernel PD.
+///
+/// # Safety
+///
+/// Called by the core with a live PD of a live `Device<T>`.
+pub(super) unsafe extern "C" fn get_dma<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    access: kernel::ffi::c_int,
+) -> *mut bindings::ib_mr {
+    // SAFETY: `pd` is live and its `device` is ours (function contract).
+    let dev = unsafe { device_from_raw::<T>((*pd).device) };
+    // SAFETY: a live PD that `pd::alloc` initialised.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    let req = MrRequest {
+        kind: MrKind::Dma,
+        iova: 0,
+        length: u64::MAX,
+        access: Access::from_raw(access),
+    };
+    register(dev, pd, req, || Ok(MrMemory::KernelVirtual)).unwrap_or_else(Error::to_ptr)
+}
+
+/// `ib_device_ops.dereg_mr`. Waits until the data path holds no reference,
+/// then unpins and frees.
+///
+/// # Safety
+///
+/// Called once by the core, in process context, for an MR `register`
+/// returned.
+pub(super) unsafe extern "C" fn dereg<T: Driver>(
+    ib: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    let p = ib.cast::<Mr<T>>();
+    // SAFETY: an MR `register` made, at offset 0 (type invariant); the core
+    // set `device` to our device.
+    let (mr, dev) = unsafe { (&*p, device_from_raw::<T>((*ib).device)) };
+    dev.mrs().remove(mr);
+    mr.put();
+    mr.unused.wait_for_completion();
+    T::dereg_mr(dev, &mr.data);
+    // SAFETY: no reference is left and none can be taken (`users` is 0), so
+    // the fields are dropped once (the pages are unpinned here); only RCU
+    // readers that found the entry before removal may still read `users`,
+    // so the memory, a kmalloc allocation from `KBox`, is freed after a
+    // grace period.
+    unsafe {
+        core::ptr::drop_in_place(p);
+        bindings::sroce_kfree_rcu_mightsleep(p.cast());
+    }
+    0
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What sroce accepts as a memory registration.
+//!
+//! The rdma layer pins the memory, builds the translation and hands out
+//! keys; this is the policy in front of it: the access rights the verbs
+//! allow, the size, and the device's `max_mr` budget.
+
+use super::device::SroceDevice;
+use crate::rdma::{
+    access::Access,
+    device::Device,
+    mr::{MrKind, MrRequest},
+};
+use kernel::prelude::*;
+
+/// Rights sroce implements. `MW_BIND` is accepted (it only matters to
+/// memory windows, which bind nothing yet), as are `ZERO_BASED` (the iova
+/// is taken as given) and the `HUGETLB` hint.
+const UNDERSTOOD: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC)
+    .union(Access::MW_BIND)
+    .union(Access::ZERO_BASED)
+    .union(Access::HUGETLB);
+
+/// Rights that exist but sroce does not implement.
+const UNSUPPORTED: Access = Access::ON_DEMAND
+    .union(Access::FLUSH_GLOBAL)
+    .union(Access::FLUSH_PERSISTENT);
+
+/// Checks a registration against the verbs' rules and sroce's limits:
+/// `EINVAL` for unknown flags, a zero length, or remote write
+/// or atomic rights without local write (IBTA o10-22); `EOPNOTSUPP` for
+/// rights sroce does not implement. Optional hints are ignored, as the
+/// verbs allow.
+pub(crate) fn check_request(req: &MrRequest) -> Result {
+    let access = req.access.without(Access::OPTIONAL);
+    if access.intersects(UNSUPPORTED) {
+        return Err(EOPNOTSUPP);
+    }
+    if access.without(UNDERSTOOD) != Access::NONE {
+        return Err(EINVAL);
+    }
+    if access.intersects(Access::REMOTE_WRITE.union(Access::REMOTE_ATOMIC))
+        && !access.contains(Access::LOCAL_WRITE)
+    {
+        return Err(EINVAL);
+    }
+    // No size check beyond this: `max_mr_size` is unlimited (as in rxe),
+    // and the core bounds what can be pinned (`RLIMIT_MEMLOCK`, 2^32 pages).
+    if req.kind == MrKind::User && req.length == 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Per-memory-region state of sroce. Holds one unit of the device's MR
+/// budget, returned by [`release`].
+pub(crate) struct SroceMemoryRegion;
+
+/// Admits a registration and takes it from the budget.
+pub(crate) fn admit(dev: &Device<SroceDevice>, req: &MrRequest) -> Result<SroceMemoryRegion> {
+    check_request(req)?;
+    dev.data().mrs.take()?;
+    Ok(SroceMemoryRegion)
+}
+
+/// Returns a deregistered MR's budget.
+pub(crate) fn release(dev: &Device<SroceDevice>, _mr: &SroceMemoryRegion) {
+    dev.data().mrs.give();
+}
