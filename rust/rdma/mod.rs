@@ -20,5 +20,6 @@ pub(crate) mod object;
 pub(crate) mod pd;
 pub(crate) mod queue;
 pub(crate) mod rxe_abi;
+pub(crate) mod stats;
 pub(crate) mod ucontext;
 pub(crate) mod udata;

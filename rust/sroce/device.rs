@@ -2,15 +2,23 @@
 
 //! One sroce device: its state and the device/port queries.
 
-use super::{budget::Budget, cq, limits};
+use super::{
+    budget::Budget,
+    cq,
+    debugfs::DevDebug,
+    io::{counters, counters::IoCounters, sockets::NsSockets},
+    limits,
+    recv::OpcodeCounts,
+};
 use crate::rdma::{
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     cq::{Cq, CqRequest, NotifyOn},
     device::{Device, Driver},
+    stats::StatDesc,
     ucontext::UContext,
     udata::UData,
 };
-use kernel::prelude::*;
+use kernel::{debugfs::Scope, prelude::*, sync::Arc};
 
 /// `RDMA_DRIVER_RXE`: rdma-core picks its `rxe` provider library by this id,
 /// which is what makes unmodified userspace work with sroce.
@@ -27,15 +35,45 @@ pub(crate) struct SroceDevice {
     pds: Budget,
     /// Completion queues in use, against `max_cq`.
     pub(crate) cqs: Budget,
+    /// Packet I/O state.
+    pub(crate) io: DeviceIo,
+    /// Received packets by opcode (until queue pairs consume them).
+    pub(crate) rx_opcodes: Arc<OpcodeCounts>,
+    /// Identifies the device to its debugfs files.
+    pub(crate) id: u32,
+    /// The device's debugfs directory.
+    #[pin]
+    debug: Scope<DevDebug>,
+}
+
+/// A device's packet I/O state.
+pub(crate) struct DeviceIo {
+    /// Its share of its namespace's RoCEv2 receive sockets.
+    pub(crate) sockets: NsSockets,
+    /// Its counters.
+    pub(crate) counters: IoCounters,
 }
 
 impl SroceDevice {
     /// State for a device whose node GUID is `guid_be`.
-    pub(crate) fn new(guid_be: u64) -> impl PinInit<Self, Error> {
+    pub(crate) fn new<'a>(
+        guid_be: u64,
+        sockets: NsSockets,
+        id: u32,
+        rx_opcodes: Arc<OpcodeCounts>,
+        debug: impl PinInit<Scope<DevDebug>, Error> + 'a,
+    ) -> impl PinInit<Self, Error> + 'a {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
             pds: Budget::new(limits::MAX_PD),
             cqs: Budget::new(limits::MAX_CQ),
+            io: DeviceIo {
+                sockets,
+                counters: IoCounters::new(),
+            },
+            rx_opcodes,
+            id,
+            debug <- debug,
         })
     }
 }
@@ -127,5 +165,12 @@ impl Driver for SroceDevice {
 
     fn req_notify_cq(cq: &Cq<Self>, on: NotifyOn) -> bool {
         cq::req_notify(cq, on)
+    }
+
+    const PORT_STATS: &'static [StatDesc] = &counters::PORT_STATS;
+
+    fn port_stats(dev: &Device<Self>, values: &mut [u64]) {
+        let io = &dev.data().io;
+        io.counters.fill(io.sockets.rx().no_device(), values);
     }
 }

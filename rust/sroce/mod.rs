@@ -5,8 +5,11 @@
 
 pub(crate) mod budget;
 pub(crate) mod cq;
+pub(crate) mod debugfs;
 pub(crate) mod device;
 pub(crate) mod events;
 pub(crate) mod guid;
+pub(crate) mod io;
 pub(crate) mod limits;
 pub(crate) mod link;
+pub(crate) mod recv;
