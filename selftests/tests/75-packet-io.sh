@@ -95,9 +95,9 @@ expect_counter "$DEV2" rcvd_icrc_err 0
 log "send: errors are reported and counted"
 # A source address the host does not have: no route.
 assert_fails_with 'Network is unreachable' \
-	sh -c "echo '10.77.9.9 10.77.1.2 49152 1' >$DBG/$DEV1/xmit"
-assert_fails_with 'Invalid argument' sh -c "echo '10.77.1.1 fd77:1::2 1 1' >$DBG/$DEV1/xmit"
-assert_fails_with 'Invalid argument' sh -c "echo 'bogus' >$DBG/$DEV1/xmit"
+	bash -c "echo '10.77.9.9 10.77.1.2 49152 1' >$DBG/$DEV1/xmit"
+assert_fails_with 'Invalid argument' bash -c "echo '10.77.1.1 fd77:1::2 1 1' >$DBG/$DEV1/xmit"
+assert_fails_with 'Invalid argument' bash -c "echo 'bogus' >$DBG/$DEV1/xmit"
 [[ $(counter "$DEV1" send_no_route) -ge 1 ]] || fail "send_no_route did not move"
 expect_counter "$DEV1" sent_pkts 3
 
