@@ -61,6 +61,11 @@ pub(crate) struct Flow {
 /// `ENOMEM`, `EMSGSIZE`, `EINVAL` (bad length from `build`), what `build`
 /// returned, or the IP layer's (`ENOBUFS`...). Every failure is counted;
 /// nothing is left allocated.
+///
+/// Context: process context for now. The net device is found with
+/// `ib_device_get_netdev()`, whose lock is not softirq-safe; sending from
+/// the receive softirq (ACKs) needs the GID-attribute lookup
+/// (`rdma_get_gid_attr`, as rxe does) that arrives with address handles.
 pub(crate) fn send(
     dev: &Device<SroceDevice>,
     flow: &Flow,
