@@ -13,6 +13,8 @@
 #include <linux/refcount.h>
 #include <linux/scatterlist.h>
 #include <linux/xarray.h>
+#include <linux/skbuff.h>
+#include <net/sock.h>
 #include <rdma/ib_verbs.h>
 
 struct net_device *sroce_netdev_notifier_info_to_dev(void *info);
@@ -38,5 +40,26 @@ void sroce_memcpy_from_page(void *to, struct page *page, size_t offset,
 			    size_t len);
 void *sroce_kmap_local_page(struct page *page);
 void sroce_kunmap_local(const void *addr);
+
+/* Packet I/O (rust/net/). */
+struct net *sroce_dev_net(const struct net_device *ndev);
+int sroce_netdev_ifindex(const struct net_device *ndev);
+unsigned int sroce_ll_reserved_space(const struct net_device *ndev);
+void *sroce_rcu_dereference_sk_user_data(const struct sock *sk);
+struct sk_buff *sroce_alloc_skb(unsigned int size, gfp_t gfp);
+void sroce_kfree_skb(struct sk_buff *skb);
+void sroce_consume_skb(struct sk_buff *skb);
+void sroce_skb_reserve(struct sk_buff *skb, int len);
+bool sroce_pskb_may_pull(struct sk_buff *skb, unsigned int len);
+unsigned int sroce_skb_headlen(const struct sk_buff *skb);
+unsigned char *sroce_skb_network_header(const struct sk_buff *skb);
+void sroce_skb_reset_network_header(struct sk_buff *skb);
+void sroce_skb_reset_transport_header(struct sk_buff *skb);
+struct net_device *sroce_skb_dev(const struct sk_buff *skb);
+void sroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
+void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto);
+void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
+struct dst_entry *sroce_dst_clone(struct dst_entry *dst);
+struct net_device *sroce_dst_dev(const struct dst_entry *dst);
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* See include/sroce_helpers.h. */
 #include <linux/vmalloc.h>
+#include <net/dst.h>
 #include "sroce_helpers.h"
 
 struct net_device *sroce_netdev_notifier_info_to_dev(void *info)
@@ -102,4 +103,99 @@ void *sroce_kmap_local_page(struct page *page)
 void sroce_kunmap_local(const void *addr)
 {
 	kunmap_local(addr);
+}
+
+struct net *sroce_dev_net(const struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+int sroce_netdev_ifindex(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->ifindex);
+}
+
+unsigned int sroce_ll_reserved_space(const struct net_device *ndev)
+{
+	return LL_RESERVED_SPACE(ndev);
+}
+
+void *sroce_rcu_dereference_sk_user_data(const struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
+struct sk_buff *sroce_alloc_skb(unsigned int size, gfp_t gfp)
+{
+	return alloc_skb(size, gfp);
+}
+
+void sroce_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void sroce_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+void sroce_skb_reserve(struct sk_buff *skb, int len)
+{
+	skb_reserve(skb, len);
+}
+
+bool sroce_pskb_may_pull(struct sk_buff *skb, unsigned int len)
+{
+	return pskb_may_pull(skb, len);
+}
+
+unsigned int sroce_skb_headlen(const struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}
+
+unsigned char *sroce_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+void sroce_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+void sroce_skb_reset_transport_header(struct sk_buff *skb)
+{
+	skb_reset_transport_header(skb);
+}
+
+struct net_device *sroce_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+void sroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
+{
+	skb->dev = ndev;
+}
+
+void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto)
+{
+	skb->protocol = proto;
+}
+
+void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
+{
+	skb_dst_set(skb, dst);
+}
+
+struct dst_entry *sroce_dst_clone(struct dst_entry *dst)
+{
+	return dst_clone(dst);
+}
+
+struct net_device *sroce_dst_dev(const struct dst_entry *dst)
+{
+	return dst_dev(dst);
 }

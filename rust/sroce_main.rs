@@ -9,15 +9,18 @@
 //! - `proto/`: the protocol core (packet formats, PSN logic), plain `no_std`
 //!   Rust with no kernel dependency, also built and tested on the host.
 
+mod net;
 mod rdma;
 mod sroce;
 
 #[path = "proto/src/roce/mod.rs"]
 pub mod roce;
 
-use kernel::{prelude::*, sync::Arc};
+use core::sync::atomic::AtomicU32;
+use kernel::{debugfs::Dir, prelude::*, sync::Arc};
+use net::netns::PernetRegistration;
 use rdma::{device::Registry, link::LinkRegistration, notifier::NetdevNotifier};
-use sroce::link::SroceDriver;
+use sroce::{io::sockets::SocketTable, link::SroceDriver};
 
 module! {
     type: SroceModule,
@@ -32,6 +35,7 @@ struct SroceModule {
     driver: Arc<SroceDriver>,
     link: Option<LinkRegistration<SroceDriver>>,
     notifier: Option<NetdevNotifier<SroceDriver>>,
+    pernet: Option<PernetRegistration<SocketTable>>,
 }
 
 impl kernel::Module for SroceModule {
@@ -40,9 +44,15 @@ impl kernel::Module for SroceModule {
             SroceDriver {
                 module,
                 registry: Registry::new()?,
+                sockets: SocketTable::new()?,
+                debugfs: Dir::new(c"sroce"),
+                next_id: AtomicU32::new(0),
             },
             GFP_KERNEL,
         )?;
+        // Sockets must be closed when their namespace goes, before any
+        // device can open one.
+        let pernet = PernetRegistration::new(driver.sockets.clone())?;
         // The notifier first: a device may only exist while something will
         // remove it when its net device goes away.
         let notifier = NetdevNotifier::new(driver.clone())?;
@@ -52,6 +62,7 @@ impl kernel::Module for SroceModule {
             driver,
             link: Some(link),
             notifier: Some(notifier),
+            pernet: Some(pernet),
         })
     }
 }
@@ -62,6 +73,9 @@ impl Drop for SroceModule {
         drop(self.link.take());
         self.driver.registry.unregister_all();
         drop(self.notifier.take());
+        // Devices closed their sockets as they went (each close waits for
+        // running receive callbacks); any left belong to nothing now.
+        drop(self.pernet.take());
         pr_info!("unloaded\n");
     }
 }

@@ -24,6 +24,7 @@ use super::{
     qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
     queue,
     srq::{self, Srq, SrqAttrs, SrqRequest},
+    stats::{self, StatDesc},
     ucontext::{self, UContext},
 };
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
@@ -134,6 +135,12 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn reg_mr(dev: &Device<Self>, pd: &Pd<Self>, req: &MrRequest) -> Result<Self::Mr>;
     /// A memory region is going away; the data path no longer uses it.
     fn dereg_mr(_dev: &Device<Self>, _mr: &Self::Mr) {}
+
+    /// Names of the port's counters (`rdma statistic`); none by default.
+    const PORT_STATS: &'static [StatDesc] = &[];
+    /// Current values of the port's counters, one per [`Self::PORT_STATS`]
+    /// entry, in that order. May be called in any context that can sleep.
+    fn port_stats(_dev: &Device<Self>, _values: &mut [u64]) {}
 }
 
 /// A registered or registering RDMA device with driver data `T`.
@@ -426,6 +433,26 @@ impl<T: Driver> Registry<T> {
         r
     }
 
+    /// Runs `f` on the first live device `pick` accepts, under the registry
+    /// lock (so the device cannot be released meanwhile; `f` must not
+    /// register or release devices). For control paths such as debugfs.
+    pub(crate) fn with_device<R>(
+        &self,
+        pick: impl Fn(&Device<T>) -> bool,
+        f: impl FnOnce(&Device<T>) -> R,
+    ) -> Option<R> {
+        let devices = self.devices.lock();
+        devices
+            .iter()
+            .find_map(|e| {
+                // SAFETY: a device in the registry is live until its
+                // `dealloc_driver` removes it, which needs the lock we hold.
+                let dev = unsafe { e.0.as_ref() };
+                pick(dev).then_some(dev)
+            })
+            .map(f)
+    }
+
     /// Unregisters every device of this driver and waits until each has been
     /// released by `dealloc_driver`. Call after new devices can no longer be
     /// created (the link type is unregistered).
@@ -498,6 +525,8 @@ impl<T: Driver> VTable<T> {
             reg_user_mr: Some(mr::reg_user::<T>),
             get_dma_mr: Some(mr::get_dma::<T>),
             dereg_mr: Some(mr::dereg::<T>),
+            alloc_hw_port_stats: (!T::PORT_STATS.is_empty()).then_some(stats::alloc_port::<T>),
+            get_hw_stats: (!T::PORT_STATS.is_empty()).then_some(stats::get::<T>),
             ..Default::default()
         }
     }
@@ -655,4 +684,53 @@ pub(crate) fn netdev_has_rdma_device(ndev: &NetDevice) -> bool {
     // SAFETY: releases the reference taken above.
     unsafe { bindings::ib_device_put(ib) };
     true
+}
+
+/// A registration reference on a device of driver `T`, taken from a context
+/// with no other guarantee that the device lives (e.g. the packet receive
+/// path). While it exists the device cannot finish unregistering, so its
+/// data stays valid.
+///
+/// # Invariants
+///
+/// Holds one `ib_device_try_get` reference on a registered `Device<T>`.
+pub(crate) struct DeviceRef<T: Driver>(NonNull<Device<T>>);
+
+impl<T: Driver> DeviceRef<T> {
+    /// The device of driver `T` bound to `ndev`, if any. Does not sleep:
+    /// callable from the receive softirq.
+    pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
+        // SAFETY: `ndev` is live; the core returns a held device or NULL.
+        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID) };
+        let dev = NonNull::new(ib)?;
+        // Another provider may share the driver id (rxe does): only
+        // devices whose callbacks are ours have a `Device<T>` layout.
+        // SAFETY: `ib` is a live, held ib_device; `ops` is constant
+        // after registration.
+        let ours = unsafe { (*ib).ops.dealloc_driver }.is_some_and(|f| {
+            core::ptr::fn_addr_eq(f, VTable::<T>::dealloc_driver as unsafe extern "C" fn(_))
+        });
+        if !ours {
+            // SAFETY: drops the reference taken above.
+            unsafe { bindings::ib_device_put(ib) };
+            return None;
+        }
+        // INVARIANT: a held device of this driver.
+        Some(Self(dev.cast()))
+    }
+}
+
+impl<T: Driver> core::ops::Deref for DeviceRef<T> {
+    type Target = Device<T>;
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: the held reference keeps the device and its data alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: releases the reference this value owns (type invariant).
+        unsafe { bindings::ib_device_put(self.0.as_ptr().cast()) };
+    }
 }

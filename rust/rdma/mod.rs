@@ -28,6 +28,7 @@ pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rxe_abi;
 pub(crate) mod srq;
+pub(crate) mod stats;
 pub(crate) mod ucontext;
 pub(crate) mod udata;
 pub(crate) mod umem;

@@ -20,14 +20,14 @@ impl NetDevice {
     /// # Safety
     ///
     /// `ptr` must point to a live `net_device` that stays alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
         // SAFETY: `NetDevice` is a transparent wrapper; the caller guarantees
         // the pointee lives for `'a`.
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    /// The raw pointer, for the `rdma` layer's calls into C.
-    pub(super) fn as_raw(&self) -> *mut bindings::net_device {
+    /// The raw pointer, for the `rdma` and `net` layers' calls into C.
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.0.get()
     }
 

@@ -5,9 +5,14 @@
 use super::{
     ah,
     budget::Budget,
-    cq, limits,
+    cq,
+    debugfs::DevDebug,
+    io::{counters, counters::IoCounters, sockets::NsSockets},
+    limits,
     mr::{self, SroceMemoryRegion},
-    qp, srq,
+    qp,
+    recv::OpcodeCounts,
+    srq,
 };
 use crate::rdma::{
     ah::Ah,
@@ -19,10 +24,17 @@ use crate::rdma::{
     pd::Pd,
     qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
     srq::{Srq, SrqAttrs, SrqRequest},
+    stats::StatDesc,
     ucontext::UContext,
     udata::UData,
 };
-use kernel::{id_pool::IdPool, new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    debugfs::Scope,
+    id_pool::IdPool,
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
 
 /// `RDMA_DRIVER_RXE`: rdma-core picks its `rxe` provider library by this id,
 /// which is what makes unmodified userspace work with sroce.
@@ -49,11 +61,34 @@ pub(crate) struct SroceDevice {
     ah_nums: Mutex<IdPool>,
     /// Memory regions in use, against `max_mr`.
     pub(super) mrs: Budget,
+    /// Packet I/O state.
+    pub(crate) io: DeviceIo,
+    /// Received packets by opcode (until queue pairs consume them).
+    pub(crate) rx_opcodes: Arc<OpcodeCounts>,
+    /// Identifies the device to its debugfs files.
+    pub(crate) id: u32,
+    /// The device's debugfs directory.
+    #[pin]
+    debug: Scope<DevDebug>,
+}
+
+/// A device's packet I/O state.
+pub(crate) struct DeviceIo {
+    /// Its share of its namespace's RoCEv2 receive sockets.
+    pub(crate) sockets: NsSockets,
+    /// Its counters.
+    pub(crate) counters: IoCounters,
 }
 
 impl SroceDevice {
     /// State for a device whose node GUID is `guid_be`.
-    pub(crate) fn new(guid_be: u64) -> impl PinInit<Self, Error> {
+    pub(crate) fn new<'a>(
+        guid_be: u64,
+        sockets: NsSockets,
+        id: u32,
+        rx_opcodes: Arc<OpcodeCounts>,
+        debug: impl PinInit<Scope<DevDebug>, Error> + 'a,
+    ) -> impl PinInit<Self, Error> + 'a {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
             pds: Budget::new(limits::MAX_PD),
@@ -68,6 +103,13 @@ impl SroceDevice {
                 "sroce::ah_nums"
             ),
             mrs: Budget::new(limits::MAX_MR),
+            io: DeviceIo {
+                sockets,
+                counters: IoCounters::new(),
+            },
+            rx_opcodes,
+            id,
+            debug <- debug,
         })
     }
 }
@@ -264,5 +306,12 @@ impl Driver for SroceDevice {
 
     fn dereg_mr(dev: &Device<Self>, mr: &SroceMemoryRegion) {
         mr::release(dev, mr);
+    }
+
+    const PORT_STATS: &'static [StatDesc] = &counters::PORT_STATS;
+
+    fn port_stats(dev: &Device<Self>, values: &mut [u64]) {
+        let io = &dev.data().io;
+        io.counters.fill(io.sockets.rx().no_device(), values);
     }
 }

@@ -2,18 +2,28 @@
 
 //! `rdma link add NAME type sroce netdev DEV`.
 
-use super::{device::SroceDevice, guid::eui64_from_mac};
+use super::{
+    debugfs, device::SroceDevice, guid::eui64_from_mac, io::sockets::SocketTable,
+    recv::OpcodeCounts,
+};
 use crate::rdma::{
     device::{NewDevice, Registry},
     link::LinkType,
     netdev::NetDevice,
 };
-use kernel::{prelude::*, str::CStr, sync::Arc, ThisModule};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{debugfs::Dir, prelude::*, str::CStr, sync::Arc, ThisModule};
 
 /// The driver as a whole: what `newlink` and the netdev notifier share.
 pub(crate) struct SroceDriver {
     pub(crate) module: &'static ThisModule,
     pub(crate) registry: Arc<Registry<SroceDevice>>,
+    /// The RoCEv2 receive sockets of every namespace with devices.
+    pub(crate) sockets: Arc<SocketTable>,
+    /// `/sys/kernel/debug/sroce`.
+    pub(crate) debugfs: Dir,
+    /// Source of device ids.
+    pub(crate) next_id: AtomicU32,
 }
 
 impl LinkType for SroceDriver {
@@ -27,8 +37,28 @@ impl LinkType for SroceDriver {
         }
         let mac = ndev.mac().ok_or(EINVAL)?;
         let guid_be = u64::from_ne_bytes(eui64_from_mac(mac));
-
-        let mut dev = NewDevice::new(self.module, &self.registry, SroceDevice::new(guid_be))?;
+        let sockets = self.sockets.acquire(ndev.net()).inspect_err(|e| {
+            if *e == EADDRINUSE {
+                pr_err!(
+                    "{}: UDP port 4791 is taken in {}'s network namespace (by rdma_rxe?)\n",
+                    name,
+                    ndev.name()
+                );
+            } else {
+                pr_err!("{}: cannot open the RoCEv2 sockets: {:?}\n", name, e);
+            }
+        })?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let opcodes = Arc::new(OpcodeCounts::new(), GFP_KERNEL)?;
+        let debug = debugfs::device_dir(
+            &self.debugfs,
+            name,
+            id,
+            self.registry.clone(),
+            opcodes.clone(),
+        );
+        let data = SroceDevice::new(guid_be, sockets, id, opcodes, debug);
+        let mut dev = NewDevice::new(self.module, &self.registry, data)?;
         dev.set_node_guid(guid_be);
         dev.set_node_desc(c"sroce");
         dev.set_num_comp_vectors(kernel::cpu::nr_cpu_ids());

@@ -6,11 +6,14 @@
 pub(crate) mod ah;
 pub(crate) mod budget;
 pub(crate) mod cq;
+pub(crate) mod debugfs;
 pub(crate) mod device;
 pub(crate) mod events;
 pub(crate) mod guid;
+pub(crate) mod io;
 pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod qp;
+pub(crate) mod recv;
 pub(crate) mod srq;

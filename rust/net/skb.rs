@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Owned socket buffers (`struct sk_buff`).
+
+use super::bindings;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// One reference to a socket buffer, freed (as a drop, visible to drop
+/// monitors) when this value is dropped, or released as consumed with
+/// [`SkBuff::consume`].
+///
+/// The buffer may be cloned (its data shared with another holder, e.g. a
+/// packet tap): this type only reads the data. Writable buffers are
+/// [`super::xmit::Datagram`]s.
+///
+/// # Invariants
+///
+/// Owns one reference to a live `sk_buff` that no one else frees.
+pub(crate) struct SkBuff(NonNull<bindings::sk_buff>);
+
+// SAFETY: an skb reference may be handed to and freed from any context
+// (that is what queues of skbs do).
+unsafe impl Send for SkBuff {}
+
+impl SkBuff {
+    /// Takes ownership of `skb`.
+    ///
+    /// # Safety
+    ///
+    /// `skb` must be a live skb whose reference the caller passes on.
+    pub(super) unsafe fn from_raw(skb: NonNull<bindings::sk_buff>) -> Self {
+        // INVARIANT: ownership is the caller's promise.
+        Self(skb)
+    }
+
+    pub(super) fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.0.as_ptr()
+    }
+
+    /// Gives up ownership without freeing (the caller passes it to C).
+    pub(super) fn into_raw(self) -> *mut bindings::sk_buff {
+        let p = self.0.as_ptr();
+        core::mem::forget(self);
+        p
+    }
+
+    /// Bytes from the data pointer to the end, linear part and fragments.
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: reads a field of a live skb we own.
+        unsafe { (*self.as_raw()).len as usize }
+    }
+
+    /// The linear part from the data pointer on (`skb_headlen` bytes).
+    pub(crate) fn data(&self) -> &[u8] {
+        // SAFETY: `data` is followed by `skb_headlen` initialised bytes in
+        // the head buffer, which stays put while we own the skb and no
+        // `&mut self` method runs.
+        unsafe {
+            let skb = self.as_raw();
+            let n = bindings::sroce_skb_headlen(skb) as usize;
+            core::slice::from_raw_parts((*skb).data, n)
+        }
+    }
+
+    /// The bytes from the network header to the data pointer (on receive,
+    /// when the data pointer is at the transport header: the IP header and
+    /// any IPv6 extension headers). `None` if the network header is not set
+    /// or not before the data pointer.
+    pub(crate) fn network_header(&self) -> Option<&[u8]> {
+        // SAFETY: both pointers are into the head buffer of a live skb
+        // (the network header offset is relative to `head`); the range is
+        // checked to lie between `head` and `data` before it is used.
+        unsafe {
+            let skb = self.as_raw();
+            let head = (*skb).head;
+            let data = (*skb).data;
+            let nh = bindings::sroce_skb_network_header(skb);
+            if nh < head || nh > data {
+                return None;
+            }
+            let n = data.offset_from(nh) as usize;
+            Some(core::slice::from_raw_parts(nh, n))
+        }
+    }
+
+    /// Makes at least `n` bytes from the data pointer linear, so they show
+    /// in [`Self::data`]. Fails with `EINVAL` if the skb is shorter and
+    /// `ENOMEM` if the head could not be grown.
+    pub(crate) fn pull_linear(&mut self, n: usize) -> Result {
+        if n > self.len() {
+            return Err(EINVAL);
+        }
+        let n = u32::try_from(n).map_err(|_| EINVAL)?;
+        // SAFETY: a live skb we own; may reallocate the head, which is
+        // fine since `&mut self` ends every borrow of the data.
+        if unsafe { bindings::sroce_pskb_may_pull(self.as_raw(), n) } {
+            Ok(())
+        } else {
+            Err(ENOMEM)
+        }
+    }
+
+    /// Feeds the bytes `from..to` (offsets from the data pointer), linear
+    /// part and page fragments alike, to `f` in order, without copying.
+    /// Returns how many bytes were fed: less than `to - from` if the skb is
+    /// shorter or holds unreadable (device memory) fragments.
+    ///
+    /// `f` runs with fragment pages mapped atomically: it must not sleep.
+    pub(crate) fn for_each_chunk(&self, from: usize, to: usize, mut f: impl FnMut(&[u8])) -> usize {
+        let (Ok(from32), Ok(to32)) = (u32::try_from(from), u32::try_from(to)) else {
+            return 0;
+        };
+        if from32 >= to32 {
+            return 0;
+        }
+        let mut st = bindings::skb_seq_state::default();
+        // SAFETY: `st` is a valid state on our stack; the skb is live and
+        // not modified while we read (we hold `&self`).
+        unsafe { bindings::skb_prepare_seq_read(self.as_raw(), from32, to32, &mut st) };
+        let mut done: u32 = 0;
+        loop {
+            let mut p: *const u8 = core::ptr::null();
+            // SAFETY: `st` was prepared above; on a nonzero return `p`
+            // points to that many readable bytes, valid until the next
+            // call on `st`.
+            let n = unsafe { bindings::skb_seq_read(done, &mut p, &mut st) };
+            if n == 0 || p.is_null() {
+                break;
+            }
+            // `skb_seq_read` may return more than asked for at the end of a
+            // block: never past `to`.
+            let n = n.min(to32 - from32 - done);
+            // SAFETY: see above; `n` does not exceed what was returned.
+            f(unsafe { core::slice::from_raw_parts(p, n as usize) });
+            done += n;
+            if done >= to32 - from32 {
+                break;
+            }
+        }
+        // SAFETY: ends the read (unmaps any mapped fragment); harmless
+        // after a read that ran to the end.
+        unsafe { bindings::skb_abort_seq_read(&mut st) };
+        done as usize
+    }
+
+    /// Copies `buf.len()` bytes at `offset` from the data pointer (linear
+    /// part or fragments) into `buf`; `EFAULT` if the skb is too short.
+    pub(crate) fn copy_to(&self, offset: usize, buf: &mut [u8]) -> Result {
+        let off = i32::try_from(offset).map_err(|_| EINVAL)?;
+        let len = i32::try_from(buf.len()).map_err(|_| EINVAL)?;
+        // SAFETY: `buf` has `len` writable bytes; the call checks the
+        // range against the skb and fails without writing past it.
+        kernel::error::to_result(unsafe {
+            bindings::skb_copy_bits(self.as_raw(), off, buf.as_mut_ptr().cast(), len)
+        })
+    }
+
+    /// Releases the buffer as successfully consumed (not a drop).
+    pub(crate) fn consume(self) {
+        // SAFETY: we own the reference and give it up here.
+        unsafe { bindings::sroce_consume_skb(self.into_raw()) };
+    }
+}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: we own the reference (type invariant).
+        unsafe { bindings::sroce_kfree_skb(self.as_raw()) };
+    }
+}

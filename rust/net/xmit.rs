@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Building and sending IP/UDP datagrams from the kernel.
+//!
+//! Unlike `udp_tunnel_xmit_skb()`, which writes the UDP and IP headers and
+//! sends in one call, a [`Datagram`] writes the headers first
+//! ([`Datagram::seal`]) and lets the caller read them and still change the
+//! payload before [`Sealed::send`]: protocols whose trailer covers the IP
+//! header (RoCEv2's ICRC) need exactly that. The headers are final when
+//! sealed: the stack only fills in the IPv4 header checksum on the way out.
+//!
+//! IPv4 datagrams carry DF and IP ID 0 (RFC 6864 atomic datagrams, what
+//! Linux itself sends for DF traffic without a connected socket); the UDP
+//! checksum is 0 (none) for both families, as RoCEv2 senders do.
+
+use super::{addr::IpAddr, bindings, route::Route, route::UdpFlow, skb::SkBuff};
+use kernel::prelude::*;
+
+/// Length of the IPv4 header written (no options).
+pub(crate) const IPV4_HEADER_LEN: usize = 20;
+/// Length of the IPv6 header written (no extension headers).
+pub(crate) const IPV6_HEADER_LEN: usize = 40;
+/// Length of the UDP header.
+pub(crate) const UDP_HEADER_LEN: usize = 8;
+
+/// IP-level parameters of a datagram.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IpParams {
+    /// IPv4 TOS / IPv6 traffic class (DSCP and ECN).
+    pub(crate) tclass: u8,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub(crate) hop_limit: u8,
+}
+
+/// A datagram being filled: a private, linear skb with headroom for the
+/// link, IP and UDP headers, its data being the payload.
+///
+/// # Invariants
+///
+/// `skb` is linear and not shared or cloned; `data` points at the payload
+/// (`len` bytes, initialised) with at least `headroom` bytes before it;
+/// `route` is the route for `flow`.
+pub(crate) struct Datagram {
+    skb: SkBuff,
+    route: Route,
+    flow: UdpFlow,
+}
+
+impl Datagram {
+    /// A datagram for `flow` along `route` with a zeroed payload of `len`
+    /// bytes. Allocates the skb atomically (callable from any context);
+    /// `ENOMEM` if that fails, `EMSGSIZE` if `len` is absurd.
+    pub(crate) fn new(route: Route, flow: &UdpFlow, len: usize) -> Result<Self> {
+        let ip_len = if route.is_v6() {
+            IPV6_HEADER_LEN
+        } else {
+            IPV4_HEADER_LEN
+        };
+        // SAFETY: the route's device is live while we hold the route.
+        let ll = unsafe { bindings::sroce_ll_reserved_space(route.device().as_raw()) } as usize;
+        let headroom = ll + ip_len + UDP_HEADER_LEN;
+        let size = headroom
+            .checked_add(len)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|&n| n <= 0xffff + 256)
+            .ok_or(EMSGSIZE)?;
+        // SAFETY: plain allocation; GFP_ATOMIC never sleeps.
+        let skb = unsafe { bindings::sroce_alloc_skb(size, kernel::bindings::GFP_ATOMIC) };
+        let skb = core::ptr::NonNull::new(skb).ok_or(ENOMEM)?;
+        // SAFETY: a fresh skb whose only reference is ours.
+        let skb = unsafe { SkBuff::from_raw(skb) };
+        // SAFETY: `size` bytes of room: reserve the headroom, then add
+        // `len` bytes of payload at the tail and zero them so every byte
+        // is initialised.
+        unsafe {
+            bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32);
+            let p = bindings::skb_put(skb.as_raw(), len as u32);
+            core::ptr::write_bytes(p.cast::<u8>(), 0, len);
+        }
+        // INVARIANT: fresh, linear, private; payload at data.
+        Ok(Self {
+            skb,
+            route,
+            flow: *flow,
+        })
+    }
+
+    /// The payload, to be written.
+    pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
+        // SAFETY: a private linear skb: `data` has `len` initialised bytes
+        // no one else reads or writes while we hold `&mut self`.
+        unsafe {
+            let skb = self.skb.as_raw();
+            core::slice::from_raw_parts_mut((*skb).data, (*skb).len as usize)
+        }
+    }
+
+    /// Shortens the payload to `len` bytes (no-op if not shorter).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len < self.skb.len() {
+            // SAFETY: a private linear skb, shortened (never lengthened).
+            unsafe { bindings::skb_trim(self.skb.as_raw(), len as u32) };
+        }
+    }
+
+    /// Writes the UDP and IP headers in front of the payload.
+    pub(crate) fn seal(self, ip: &IpParams) -> Result<Sealed> {
+        let payload_len = self.skb.len();
+        let udp_len = payload_len + UDP_HEADER_LEN;
+        let udp_len16 = u16::try_from(udp_len).map_err(|_| EMSGSIZE)?;
+        let raw = self.skb.as_raw();
+        // SAFETY: the headroom reserved in `new` fits both headers; the
+        // pushed bytes are then written in full before anything reads them.
+        let hdrs = unsafe {
+            let udp = bindings::skb_push(raw, UDP_HEADER_LEN as u32).cast::<u8>();
+            bindings::sroce_skb_reset_transport_header(raw);
+            let udp = core::slice::from_raw_parts_mut(udp, UDP_HEADER_LEN);
+            udp[0..2].copy_from_slice(&self.flow.src_port.to_be_bytes());
+            udp[2..4].copy_from_slice(&self.flow.dst_port.to_be_bytes());
+            udp[4..6].copy_from_slice(&udp_len16.to_be_bytes());
+            udp[6..8].copy_from_slice(&[0, 0]);
+            let ip_len = if self.route.is_v6() {
+                IPV6_HEADER_LEN
+            } else {
+                IPV4_HEADER_LEN
+            };
+            let iph = bindings::skb_push(raw, ip_len as u32).cast::<u8>();
+            bindings::sroce_skb_reset_network_header(raw);
+            core::slice::from_raw_parts_mut(iph, ip_len)
+        };
+        match (self.flow.src, self.flow.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                let tot = u16::try_from(udp_len + IPV4_HEADER_LEN).map_err(|_| EMSGSIZE)?;
+                hdrs[0] = 0x45;
+                hdrs[1] = ip.tclass;
+                hdrs[2..4].copy_from_slice(&tot.to_be_bytes());
+                hdrs[4..6].copy_from_slice(&[0, 0]); // ID: atomic datagram
+                hdrs[6..8].copy_from_slice(&(bindings::IP_DF as u16).to_be_bytes());
+                hdrs[8] = ip.hop_limit;
+                hdrs[9] = bindings::IPPROTO_UDP as u8;
+                hdrs[10..12].copy_from_slice(&[0, 0]); // checksum: ip_local_out
+                hdrs[12..16].copy_from_slice(&s);
+                hdrs[16..20].copy_from_slice(&d);
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                hdrs[0] = 0x60 | (ip.tclass >> 4);
+                hdrs[1] = ip.tclass << 4; // flow label 0
+                hdrs[2..4].copy_from_slice(&[0, 0]);
+                hdrs[4..6].copy_from_slice(&udp_len16.to_be_bytes());
+                hdrs[6] = bindings::IPPROTO_UDP as u8;
+                hdrs[7] = ip.hop_limit;
+                hdrs[8..24].copy_from_slice(&s);
+                hdrs[24..40].copy_from_slice(&d);
+            }
+            _ => return Err(EINVAL),
+        }
+        let proto = if self.route.is_v6() {
+            bindings::ETH_P_IPV6
+        } else {
+            bindings::ETH_P_IP
+        };
+        // SAFETY: a private skb; sets its protocol and output device.
+        unsafe {
+            bindings::sroce_skb_set_protocol(raw, (proto as u16).to_be());
+            bindings::sroce_skb_set_dev(raw, self.route.device().as_raw());
+        }
+        // INVARIANT: data points at the IP header, then UDP, then payload.
+        Ok(Sealed { d: self })
+    }
+}
+
+/// A datagram with its headers written, ready to send.
+///
+/// # Invariants
+///
+/// As [`Datagram`], but `data` points at the IP header, followed by the
+/// UDP header and the payload, all initialised.
+pub(crate) struct Sealed {
+    d: Datagram,
+}
+
+impl Sealed {
+    fn ip_len(&self) -> usize {
+        if self.d.route.is_v6() {
+            IPV6_HEADER_LEN
+        } else {
+            IPV4_HEADER_LEN
+        }
+    }
+
+    /// The IP header, the UDP header and the (writable) payload.
+    pub(crate) fn parts_mut(&mut self) -> (&[u8], &[u8], &mut [u8]) {
+        let ip_len = self.ip_len();
+        let all = self.d.payload_mut();
+        let (ip, rest) = all.split_at_mut(ip_len);
+        let (udp, payload) = rest.split_at_mut(UDP_HEADER_LEN);
+        (ip, udp, payload)
+    }
+
+    /// Hands the datagram to the IP layer (netfilter `LOCAL_OUT`, then the
+    /// route's output). Returns the bytes handed over (IP header on). The
+    /// skb is gone either way; an error means it was dropped (`ENOBUFS`
+    /// for a full queue, or the stack's errno).
+    pub(crate) fn send(self) -> Result<usize> {
+        let Datagram { skb, route, .. } = self.d;
+        let len = skb.len();
+        let v6 = route.is_v6();
+        let dev = route.device().as_raw();
+        // SAFETY: `dev` is live while the route is held.
+        let net = unsafe { bindings::sroce_dev_net(dev) };
+        let raw = skb.into_raw();
+        // SAFETY: attaches our route reference to the skb (which now owns
+        // it, keeping `dev` and `net` alive), then gives the skb, with its
+        // headers in place, to the IP layer, which consumes it.
+        let ret = unsafe {
+            bindings::sroce_skb_dst_set(raw, route.into_raw());
+            if v6 {
+                bindings::ip6_local_out(net, core::ptr::null_mut(), raw)
+            } else {
+                bindings::ip_local_out(net, core::ptr::null_mut(), raw)
+            }
+        };
+        match ret {
+            // NET_XMIT_SUCCESS, or NET_XMIT_CN: queued, congestion noted.
+            0 | 2 => Ok(len),
+            r if r > 0 => Err(ENOBUFS),
+            r => Err(Error::from_errno(r)),
+        }
+    }
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-device packet I/O counters, shown as the port's hardware counters
+//! (`rdma statistic show link DEV/1`,
+//! `/sys/class/infiniband/DEV/ports/1/hw_counters/NAME`).
+//!
+//! Byte counts are RoCE transport bytes: the UDP payload, BTH through ICRC.
+//! Names shared with rxe mean the same as there.
+
+use crate::rdma::stats::StatDesc;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// One counter of [`IoCounters`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub(crate) enum Counter {
+    /// Packets handed to the IP layer.
+    SentPkts,
+    /// Their transport bytes.
+    SentBytes,
+    /// Packets not sent: no route to the destination from this device.
+    SendNoRoute,
+    /// Packets not sent: no memory, the builder failed, or the IP layer
+    /// dropped them.
+    SendErr,
+    /// Packets received with a valid ICRC and handed to the driver.
+    RcvdPkts,
+    /// Their transport bytes.
+    RcvdBytes,
+    /// Packets dropped: ICRC mismatch.
+    RcvdIcrcErr,
+    /// Packets dropped: shorter than a BTH and an ICRC.
+    RcvdDropShort,
+    /// Packets dropped: IP header the ICRC cannot cover (IPv4 options,
+    /// IPv6 extension headers) or unreadable data.
+    RcvdDropMalformed,
+    /// Packets dropped: no memory to make the headers linear.
+    RcvdDropNomem,
+}
+
+/// How many [`Counter`]s there are.
+const COUNT: usize = Counter::RcvdDropNomem as usize + 1;
+
+/// The port counters: every [`Counter`], then the namespace-wide count of
+/// packets for which no sroce device was found.
+pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
+    StatDesc::new(c"sent_pkts"),
+    StatDesc::new(c"sent_bytes"),
+    StatDesc::new(c"send_no_route"),
+    StatDesc::new(c"send_err"),
+    StatDesc::new(c"rcvd_pkts"),
+    StatDesc::new(c"rcvd_bytes"),
+    StatDesc::new(c"rcvd_icrc_err"),
+    StatDesc::new(c"rcvd_drop_short"),
+    StatDesc::new(c"rcvd_drop_malformed"),
+    StatDesc::new(c"rcvd_drop_nomem"),
+    // Not per device: packets to port 4791 in this device's network
+    // namespace that arrived on a net device without an sroce device.
+    StatDesc::new(c"rcvd_drop_no_device"),
+];
+
+/// Lock-free counters of one device.
+pub(crate) struct IoCounters([AtomicU64; COUNT]);
+
+impl IoCounters {
+    /// All zero.
+    pub(crate) const fn new() -> Self {
+        Self([const { AtomicU64::new(0) }; COUNT])
+    }
+
+    /// Adds one to `c`.
+    pub(crate) fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    /// Adds `n` to `c`.
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.0[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Writes the values in [`PORT_STATS`] order; `no_device` is the
+    /// namespace-wide last entry.
+    pub(crate) fn fill(&self, no_device: u64, values: &mut [u64]) {
+        let all = self
+            .0
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .chain(core::iter::once(no_device));
+        for (v, c) in values.iter_mut().zip(all) {
+            *v = c;
+        }
+    }
+}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 packet I/O: UDP port 4791 in and out, ICRC checked and added,
+//! counted per device. No verbs semantics: what a packet means is the
+//! transport engines' business ([`super::recv`] for now).
+//!
+//! - Receive: one kernel UDP socket per address family per network
+//!   namespace that has sroce devices ([`sockets`]); each datagram is
+//!   matched to the sroce device of the net device it arrived on, checked
+//!   ([`rx`]) and handed over as an [`RxPacket`].
+//! - Send: [`send`] builds one packet along a [`Flow`] whose UDP source
+//!   port the caller picks per packet (ECMP entropy; sessions).
+//!
+//! Everything here is safe code over `crate::net` and `crate::rdma`.
+
+pub(crate) mod counters;
+pub(crate) mod packet;
+pub(crate) mod rx;
+pub(crate) mod sockets;
+pub(crate) mod tx;
+
+pub(crate) use packet::RxPacket;
+pub(crate) use tx::{send, Flow};
+
+/// The RoCEv2 UDP destination port (IANA).
+pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A received RoCEv2 packet, checked, as the transport engines see it.
+
+use crate::net::{addr::IpAddr, skb::SkBuff, xmit::UDP_HEADER_LEN};
+use kernel::prelude::*;
+
+/// How many transport bytes (from the BTH) a received packet has in its
+/// linear part at least, when it is that long: enough for the BTH and the
+/// largest set of extension headers (XRC + atomic: 12 + 4 + 28).
+pub(crate) const RX_LINEAR_MIN: usize = 64;
+
+/// A received packet whose ICRC is valid.
+///
+/// The transport bytes are the UDP payload without the ICRC: BTH,
+/// extension headers, payload and pad. Dropping the packet frees it as a
+/// drop; [`RxPacket::consume`] when it was used; [`RxPacket::into_skb`] to
+/// keep the buffer (e.g. queued for a QP).
+///
+/// # Invariants
+///
+/// `skb`'s data starts at the UDP header, followed by `len` transport bytes
+/// and the 4-byte ICRC; the first `min(len, RX_LINEAR_MIN)` transport
+/// bytes are linear.
+pub(crate) struct RxPacket {
+    skb: SkBuff,
+    src: IpAddr,
+    dst: IpAddr,
+    src_port: u16,
+    len: usize,
+}
+
+impl RxPacket {
+    /// Wraps a checked skb (see the type invariants).
+    pub(super) fn new(skb: SkBuff, src: IpAddr, dst: IpAddr, src_port: u16, len: usize) -> Self {
+        Self {
+            skb,
+            src,
+            dst,
+            src_port,
+            len,
+        }
+    }
+
+    /// The sender's IP address.
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn src(&self) -> IpAddr {
+        self.src
+    }
+
+    /// The IP address it was sent to (one of ours).
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn dst(&self) -> IpAddr {
+        self.dst
+    }
+
+    /// The UDP source port the sender chose.
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn src_port(&self) -> u16 {
+        self.src_port
+    }
+
+    /// Length of the transport bytes (BTH to pad; ICRC excluded).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no transport bytes (never, once checked).
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The transport bytes that are linear: at least the first
+    /// `min(len, RX_LINEAR_MIN)`, possibly all of them.
+    pub(crate) fn head(&self) -> &[u8] {
+        let data = self.skb.data();
+        let end = data.len().min(UDP_HEADER_LEN + self.len);
+        data.get(UDP_HEADER_LEN..end).unwrap_or(&[])
+    }
+
+    /// Copies transport bytes from `offset` into `buf` (from the linear
+    /// part or page fragments). `EINVAL` if the range passes the end.
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn copy_to(&self, offset: usize, buf: &mut [u8]) -> Result {
+        let end = offset.checked_add(buf.len()).ok_or(EINVAL)?;
+        if end > self.len {
+            return Err(EINVAL);
+        }
+        self.skb.copy_to(UDP_HEADER_LEN + offset, buf)
+    }
+
+    /// Frees the packet as consumed (it was used, not dropped).
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn consume(self) {
+        self.skb.consume();
+    }
+
+    /// The buffer itself, data at the UDP header, for keeping.
+    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    pub(crate) fn into_skb(self) -> SkBuff {
+        self.skb
+    }
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The send path: one RoCEv2 packet out of a device's net device.
+//!
+//! The ICRC covers the IP and UDP headers (their invariant fields: for
+//! IPv4 that includes the total length and the IP ID), so it can only be
+//! computed once those are final. `udp_tunnel_xmit_skb()` writes them and
+//! transmits in one call, so sroce writes them itself, as rxe does: the
+//! packet is routed, its UDP and IP headers are written in front of the
+//! transport bytes, the ICRC is computed over the masked headers and the
+//! transport bytes and appended, and the finished datagram goes to
+//! `ip_local_out()`/`ip6_local_out()`, which only fill in the IPv4 header
+//! checksum (masked by the ICRC) before netfilter and the neighbour layer.
+//!
+//! Per packet: one route lookup, one skb allocation (the only allocation),
+//! one pass of the CRC over the bytes the caller wrote. No copies.
+
+use super::{counters::Counter, ROCE_V2_UDP_PORT};
+use crate::net::{
+    addr::IpAddr,
+    crc32::KernelCrc32,
+    route::{Route, UdpFlow},
+    xmit::{Datagram, IpParams},
+};
+use crate::rdma::device::{Device, PORT};
+use crate::roce::{
+    bth::BTH_LEN,
+    icrc::{put_icrc, Icrc, IpHeader, ICRC_LEN},
+};
+use crate::sroce::device::SroceDevice;
+use kernel::prelude::*;
+
+/// Where a packet goes and how: the IP/UDP fields a transport engine
+/// chooses per packet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Flow {
+    /// Source address: one of the net device's (the GID's address).
+    pub(crate) src: IpAddr,
+    /// Destination address, same family as `src`.
+    pub(crate) dst: IpAddr,
+    /// UDP source port: RoCEv2's flow entropy. Chosen per packet (per
+    /// message, per session); conventionally in 0xC000..=0xFFFF.
+    pub(crate) src_port: u16,
+    /// IPv4 TOS / IPv6 traffic class (GRH traffic class).
+    pub(crate) tclass: u8,
+    /// IPv4 TTL / IPv6 hop limit (GRH hop limit).
+    pub(crate) hop_limit: u8,
+}
+
+/// Sends one RoCEv2 packet from `dev` along `flow`.
+///
+/// `build` gets a zeroed buffer of `max_len` bytes for the transport
+/// packet without its ICRC (BTH, extension headers, payload, pad) and
+/// returns how many it wrote (at least a BTH, at most `max_len`); sroce
+/// appends the ICRC. `build` runs in the caller's context and must not
+/// sleep if the caller may not.
+///
+/// Returns the transport bytes sent (ICRC included). Errors: `ENODEV`
+/// (the device has no net device any more), the route lookup's error
+/// (`ENETUNREACH`, `EHOSTUNREACH`, `EINVAL` for a foreign source address),
+/// `ENOMEM`, `EMSGSIZE`, `EINVAL` (bad length from `build`), what `build`
+/// returned, or the IP layer's (`ENOBUFS`...). Every failure is counted;
+/// nothing is left allocated.
+///
+/// Context: process context for now. The net device is found with
+/// `ib_device_get_netdev()`, whose lock is not softirq-safe; sending from
+/// the receive softirq (ACKs) needs the GID-attribute lookup
+/// (`rdma_get_gid_attr`, as rxe does) that arrives with address handles.
+pub(crate) fn send(
+    dev: &Device<SroceDevice>,
+    flow: &Flow,
+    max_len: usize,
+    build: impl FnOnce(&mut [u8]) -> Result<usize>,
+) -> Result<usize> {
+    let counters = &dev.data().io.counters;
+    let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
+    let udp = UdpFlow {
+        src: flow.src,
+        dst: flow.dst,
+        src_port: flow.src_port,
+        dst_port: ROCE_V2_UDP_PORT,
+    };
+    let route = Route::output(&ndev, &udp).inspect_err(|_| counters.inc(Counter::SendNoRoute))?;
+    drop(ndev);
+    let r = build_and_send(route, &udp, flow, max_len, build);
+    match r {
+        Ok(n) => {
+            counters.inc(Counter::SentPkts);
+            counters.add(Counter::SentBytes, n as u64);
+        }
+        Err(_) => counters.inc(Counter::SendErr),
+    }
+    r
+}
+
+fn build_and_send(
+    route: Route,
+    udp: &UdpFlow,
+    flow: &Flow,
+    max_len: usize,
+    build: impl FnOnce(&mut [u8]) -> Result<usize>,
+) -> Result<usize> {
+    let room = max_len.checked_add(ICRC_LEN).ok_or(EMSGSIZE)?;
+    let mut dgram = Datagram::new(route, udp, room)?;
+    let len = build(&mut dgram.payload_mut()[..max_len])?;
+    if !(BTH_LEN..=max_len).contains(&len) {
+        return Err(EINVAL);
+    }
+    dgram.truncate(len + ICRC_LEN);
+    let mut sealed = dgram.seal(&IpParams {
+        tclass: flow.tclass,
+        hop_limit: flow.hop_limit,
+    })?;
+    let (ip, udp_hdr, transport) = sealed.parts_mut();
+    let ip = IpHeader::from_bytes(ip).map_err(|_| EINVAL)?;
+    let mut icrc = Icrc::new(KernelCrc32, ip, udp_hdr).map_err(|_| EINVAL)?;
+    icrc.update(&transport[..len]);
+    let value = icrc.finish().map_err(|_| EINVAL)?;
+    put_icrc(transport, value).map_err(|_| EINVAL)?;
+    sealed.send()?;
+    Ok(len + ICRC_LEN)
+}
