@@ -2,7 +2,8 @@
 
 use core::fmt;
 
-/// Why a header or packet could not be parsed, built or verified.
+/// Why a header or packet could not be parsed, built or verified, or why a
+/// transport engine refused an input.
 ///
 /// Every fallible function in this module returns this type; none of them
 /// panics on malformed input.

@@ -1,4 +1,17 @@
-//! RoCEv2 transport headers, opcode facts, PSN arithmetic and ICRC.
+//! RoCEv2 transport headers, opcode facts, PSN arithmetic and ICRC, and
+//! the RC transport engines.
+//!
+//! The engines are pure state machines: they take parsed headers and
+//! queue facts and return decisions, leaving memory copies, timers and
+//! packet I/O to the driver.
+//! - [`segment`]: cutting a work request into request packets;
+//! - [`requester`]: the send queue window, PSN assignment, what to send
+//!   next ([`SendQueue`]);
+//! - [`completer`]: ACKs, NAKs, READ responses, atomic ACKs and timeouts
+//!   at the requester ([`SendQueue::on_response`]);
+//! - [`responder`]: PSN and opcode sequence checks, duplicates, ACKs and
+//!   READ/atomic resources at the receiver ([`Responder`]);
+//! - [`wc`] and [`timer`]: completion statuses and timer values.
 //!
 //! Everything here is `no_std`, allocation-free, `unsafe`-free and never
 //! panics on input: every parser returns [`Error`] instead. The directory is

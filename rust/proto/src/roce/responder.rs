@@ -15,10 +15,12 @@
 //!    the [`Reply`] to send.
 
 use super::aeth::{Aeth, NakCode, Syndrome, CREDITS_INVALID, MSN_MAX};
+use super::atomic_eth::AtomicEth;
 use super::error::Error;
 use super::opcode::{Operation, Position, Transport};
 use super::packet::Headers;
 use super::psn::Psn;
+use super::reth::Reth;
 use super::segment::{MessagePlan, Mtu, WqeOp};
 
 /// Responder parameters, from the QP attributes.
@@ -35,6 +37,17 @@ pub struct ResponderConfig {
     pub min_rnr_timer: u8,
 }
 
+impl ResponderConfig {
+    /// Defaults: one READ/atomic resource, RNR timer code 12 (0.64 ms).
+    pub const fn new(mtu: Mtu) -> Self {
+        ResponderConfig {
+            mtu,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+        }
+    }
+}
+
 /// A request packet as the responder sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
@@ -46,10 +59,10 @@ pub struct Request {
     pub ack_req: bool,
     /// Payload bytes (without pad).
     pub payload_len: u32,
-    /// RETH: virtual address, R_Key, DMA length.
-    pub reth: Option<(u64, u32, u32)>,
-    /// AtomicETH: virtual address, R_Key, swap/add, compare.
-    pub atomic: Option<(u64, u32, u64, u64)>,
+    /// RETH (WRITE First/Only, READ).
+    pub reth: Option<Reth>,
+    /// AtomicETH (CmpSwap, FetchAdd).
+    pub atomic: Option<AtomicEth>,
 }
 
 impl Request {
@@ -66,8 +79,8 @@ impl Request {
             operation,
             ack_req: h.bth.ack_req,
             payload_len: u32::try_from(payload_len).map_err(|_| Error::ValueOutOfRange)?,
-            reth: h.reth.map(|r| (r.va, r.rkey, r.dma_len)),
-            atomic: h.atomic_eth.map(|a| (a.va, a.rkey, a.swap_add, a.compare)),
+            reth: h.reth,
+            atomic: h.atomic_eth,
         })
     }
 }
@@ -142,7 +155,8 @@ pub enum WorkKind {
         /// Payload bytes.
         len: u32,
         /// WRITE First/Only: check `rkey` for the whole RETH range
-        /// (`dma_len` bytes from `va`).
+        /// (`dma_len` bytes from `va`; no check when `dma_len` is 0). Later
+        /// packets are guaranteed to stay inside that range.
         first: bool,
         /// The message's DMA length (RETH).
         dma_len: u32,
@@ -231,6 +245,10 @@ pub enum Decision {
 
 /// The RDMA READ responses to send for one READ request (or the replayed
 /// part of one).
+///
+/// Responses must leave in PSN order: the driver sends all of them before
+/// any reply to a later request (an ACK overtaking them would make the
+/// requester retransmit). Data is read when each packet is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReadReply {
     first_psn: Psn,
@@ -605,7 +623,7 @@ impl<const R: usize> Responder<R> {
                         },
                         _,
                     ) => (va, rkey, dma_len, offset),
-                    (_, Some((va, rkey, dma_len))) => (va, rkey, dma_len, 0),
+                    (_, Some(r)) => (r.va, r.rkey, r.dma_len, 0),
                     _ => return Err(NakCode::InvalidRequest),
                 };
                 let end = offset.checked_add(len).ok_or(NakCode::InvalidRequest)?;
@@ -633,29 +651,29 @@ impl<const R: usize> Responder<R> {
                 })
             }
             (InMessage::Idle, O::RdmaReadRequest) => {
-                let (va, rkey, dma_len) = req.reth.ok_or(NakCode::InvalidRequest)?;
+                let r = req.reth.ok_or(NakCode::InvalidRequest)?;
                 if self.res_limit() == 0
-                    || MessagePlan::new(WqeOp::Read, dma_len, self.cfg.mtu).is_err()
+                    || MessagePlan::new(WqeOp::Read, r.dma_len, self.cfg.mtu).is_err()
                 {
                     return Err(NakCode::InvalidRequest);
                 }
                 Ok(WorkKind::Read {
-                    va,
-                    rkey,
-                    len: dma_len,
+                    va: r.va,
+                    rkey: r.rkey,
+                    len: r.dma_len,
                 })
             }
             (InMessage::Idle, O::CompareSwap | O::FetchAdd) => {
-                let (va, rkey, swap_add, compare) = req.atomic.ok_or(NakCode::InvalidRequest)?;
-                if self.res_limit() == 0 || va & 7 != 0 {
+                let a = req.atomic.ok_or(NakCode::InvalidRequest)?;
+                if self.res_limit() == 0 || a.va & 7 != 0 {
                     return Err(NakCode::InvalidRequest);
                 }
                 Ok(WorkKind::Atomic {
-                    va,
-                    rkey,
+                    va: a.va,
+                    rkey: a.rkey,
                     compare_swap: req.operation == O::CompareSwap,
-                    swap_add,
-                    compare,
+                    swap_add: a.swap_add,
+                    compare: a.compare,
                 })
             }
             // Missing First/Last, unsupported (FLUSH, ATOMIC WRITE) or
@@ -669,7 +687,12 @@ impl<const R: usize> Responder<R> {
         use Operation as O;
         match req.operation {
             O::RdmaReadRequest => {
-                let Some((va, rkey, len)) = req.reth else {
+                let Some(Reth {
+                    va,
+                    rkey,
+                    dma_len: len,
+                }) = req.reth
+                else {
                     return Reply::None;
                 };
                 let Some((res, i)) = self.find(req.psn) else {
@@ -960,7 +983,11 @@ mod tests {
             for (i, &(op, len)) in ops.iter().enumerate() {
                 let mut q = req(100 + i as u32, op, len);
                 if i == 0 {
-                    q.reth = Some((0x1000, 7, dma_len));
+                    q.reth = Some(Reth {
+                        va: 0x1000,
+                        rkey: 7,
+                        dma_len,
+                    });
                 }
                 match r.receive(&q, true) {
                     Decision::Execute(w) => {
@@ -990,7 +1017,11 @@ mod tests {
         // Address of a middle packet.
         let mut r = resp();
         let mut q = req(100, O::RdmaWriteFirst, 256);
-        q.reth = Some((0x1000, 7, 600));
+        q.reth = Some(Reth {
+            va: 0x1000,
+            rkey: 7,
+            dma_len: 600,
+        });
         exec(&mut r, &q);
         let Decision::Execute(w) = r.receive(&req(101, O::RdmaWriteMiddle, 256), true) else {
             panic!()
@@ -1029,10 +1060,18 @@ mod tests {
         );
         // WRITE without immediate needs no receive WQE.
         let mut q = req(100, O::RdmaWriteOnly, 1);
-        q.reth = Some((0, 1, 1));
+        q.reth = Some(Reth {
+            va: 0,
+            rkey: 1,
+            dma_len: 1,
+        });
         assert!(matches!(r.receive(&q, false), Decision::Execute(_)));
         let mut q = req(100, O::RdmaWriteOnlyWithImmediate, 1);
-        q.reth = Some((0, 1, 1));
+        q.reth = Some(Reth {
+            va: 0,
+            rkey: 1,
+            dma_len: 1,
+        });
         assert!(matches!(
             r.receive(&q, false),
             Decision::Reply(Reply::Ack { .. })
@@ -1043,7 +1082,11 @@ mod tests {
     fn read_and_replay() {
         let mut r = resp();
         let mut q = req(100, O::RdmaReadRequest, 0);
-        q.reth = Some((0x2000, 9, 600));
+        q.reth = Some(Reth {
+            va: 0x2000,
+            rkey: 9,
+            dma_len: 600,
+        });
         let Reply::Read(rr) = exec(&mut r, &q) else {
             panic!()
         };
@@ -1067,17 +1110,29 @@ mod tests {
         };
         assert_eq!(full.packets().collect::<Vec<_>>(), p);
         let mut mid = req(101, O::RdmaReadRequest, 0);
-        mid.reth = Some((0x2100, 9, 344));
+        mid.reth = Some(Reth {
+            va: 0x2100,
+            rkey: 9,
+            dma_len: 344,
+        });
         let Decision::Reply(Reply::Read(part)) = r.receive(&mid, true) else {
             panic!()
         };
         assert_eq!(part.packets().collect::<Vec<_>>(), p[1..]);
         // Inconsistent duplicates are dropped.
-        mid.reth = Some((0x2100, 9, 345));
+        mid.reth = Some(Reth {
+            va: 0x2100,
+            rkey: 9,
+            dma_len: 345,
+        });
         assert_eq!(r.receive(&mid, true), Decision::Reply(Reply::None));
         // Zero-length READ: one Only response.
         let mut z = req(103, O::RdmaReadRequest, 0);
-        z.reth = Some((0, 9, 0));
+        z.reth = Some(Reth {
+            va: 0,
+            rkey: 9,
+            dma_len: 0,
+        });
         let Reply::Read(zr) = exec(&mut r, &z) else {
             panic!()
         };
@@ -1090,7 +1145,12 @@ mod tests {
     fn atomics_are_not_executed_twice() {
         let mut r = resp();
         let mut q = req(100, O::FetchAdd, 0);
-        q.atomic = Some((0x3000, 1, 5, 0));
+        q.atomic = Some(AtomicEth {
+            va: 0x3000,
+            rkey: 1,
+            swap_add: 5,
+            compare: 0,
+        });
         assert_eq!(
             exec(&mut r, &q),
             Reply::AtomicAck {
@@ -1119,7 +1179,12 @@ mod tests {
         // Misaligned atomics are invalid requests.
         let mut m = q;
         m.psn = Psn::new(103);
-        m.atomic = Some((0x3004, 1, 5, 0));
+        m.atomic = Some(AtomicEth {
+            va: 0x3004,
+            rkey: 1,
+            swap_add: 5,
+            compare: 0,
+        });
         assert!(matches!(
             r.receive(&m, true),
             Decision::Reply(Reply::FatalNak { .. })
@@ -1130,7 +1195,11 @@ mod tests {
     fn failures_are_fatal() {
         let mut r = resp();
         let mut q = req(100, O::RdmaWriteOnly, 4);
-        q.reth = Some((0, 1, 4));
+        q.reth = Some(Reth {
+            va: 0,
+            rkey: 1,
+            dma_len: 4,
+        });
         let Decision::Execute(w) = r.receive(&q, true) else {
             panic!()
         };
