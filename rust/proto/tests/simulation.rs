@@ -768,7 +768,13 @@ fn check(s: &Scenario, m: &Model, o: &Outcome2) {
             .get(tag)
             .cloned()
             .unwrap_or_else(|| vec![0xEE; want.len()]);
-        assert_eq!(&got, want, "seed {seed}: READ {tag}");
+        let first_bad = got.iter().zip(want).position(|(a, b)| a != b);
+        assert!(
+            got.len() == want.len() && first_bad.is_none(),
+            "seed {seed}: READ {tag}: {} bytes, want {}, first difference at {first_bad:?}",
+            got.len(),
+            want.len()
+        );
     }
     assert_eq!(o.atomics, m.expected_atomics, "seed {seed}");
     assert_eq!(
