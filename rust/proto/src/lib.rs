@@ -2,7 +2,8 @@
 //!
 //! Bounds-checked parsing and building of the InfiniBand transport headers
 //! carried by RoCEv2 (BTH and its extension headers), 24-bit PSN arithmetic,
-//! opcode facts, and the RoCEv2 invariant CRC (ICRC).
+//! opcode facts, the RoCEv2 invariant CRC (ICRC), and the RC transport
+//! engines (requester, completer, responder) as pure state machines.
 //!
 //! This crate is `no_std`, allocation-free and free of `unsafe`. All code
 //! lives in [`roce`]; the kernel driver compiles that directory as a plain

@@ -2,7 +2,8 @@
 
 use core::fmt;
 
-/// Why a header or packet could not be parsed, built or verified.
+/// Why a header or packet could not be parsed, built or verified, or why a
+/// transport engine refused an input.
 ///
 /// Every fallible function in this module returns this type; none of them
 /// panics on malformed input.
@@ -36,6 +37,15 @@ pub enum Error {
     BadUdpHeader,
     /// ICRC: the computed ICRC does not match the packet's trailer.
     BadIcrc,
+    /// Transport: a message is longer than the transport allows (2^31
+    /// bytes, or more packets than fit in a safe PSN window), or an atomic
+    /// operation's length is not 8.
+    BadMessageLength,
+    /// Transport: a fixed-capacity queue (send queue window) is full.
+    QueueFull,
+    /// Transport: the packet is not of the kind this engine handles (for
+    /// example a request given to the completer).
+    UnexpectedOpcode,
 }
 
 impl Error {
@@ -55,6 +65,9 @@ impl Error {
             Error::BadIpHeader => "unsupported IP header",
             Error::BadUdpHeader => "bad UDP header",
             Error::BadIcrc => "ICRC mismatch",
+            Error::BadMessageLength => "bad message length",
+            Error::QueueFull => "queue full",
+            Error::UnexpectedOpcode => "opcode not expected here",
         }
     }
 }
@@ -86,6 +99,9 @@ mod tests {
             Error::BadIpHeader,
             Error::BadUdpHeader,
             Error::BadIcrc,
+            Error::BadMessageLength,
+            Error::QueueFull,
+            Error::UnexpectedOpcode,
         ] {
             assert_eq!(e.to_string(), e.as_str());
             assert!(!e.as_str().is_empty());

@@ -1,4 +1,17 @@
-//! RoCEv2 transport headers, opcode facts, PSN arithmetic and ICRC.
+//! RoCEv2 transport headers, opcode facts, PSN arithmetic and ICRC, and
+//! the RC transport engines.
+//!
+//! The engines are pure state machines: they take parsed headers and
+//! queue facts and return decisions, leaving memory copies, timers and
+//! packet I/O to the driver.
+//! - [`segment`]: cutting a work request into request packets;
+//! - [`requester`]: the send queue window, PSN assignment, what to send
+//!   next ([`SendQueue`]);
+//! - [`completer`]: ACKs, NAKs, READ responses, atomic ACKs and timeouts
+//!   at the requester ([`SendQueue::on_response`]);
+//! - [`responder`]: PSN and opcode sequence checks, duplicates, ACKs and
+//!   READ/atomic resources at the receiver ([`Responder`]);
+//! - [`wc`] and [`timer`]: completion statuses and timer values.
 //!
 //! Everything here is `no_std`, allocation-free, `unsafe`-free and never
 //! panics on input: every parser returns [`Error`] instead. The directory is
@@ -19,6 +32,7 @@ pub mod aeth;
 pub mod atomic_ack_eth;
 pub mod atomic_eth;
 pub mod bth;
+pub mod completer;
 pub mod deth;
 pub mod error;
 pub mod feth;
@@ -28,14 +42,20 @@ pub mod immdt;
 pub mod opcode;
 pub mod packet;
 pub mod psn;
+pub mod requester;
+pub mod responder;
 pub mod reth;
+pub mod segment;
 pub mod soft_crc32;
+pub mod timer;
+pub mod wc;
 mod wire;
 
 pub use aeth::{Aeth, NakCode, Syndrome};
 pub use atomic_ack_eth::AtomicAckEth;
 pub use atomic_eth::AtomicEth;
 pub use bth::Bth;
+pub use completer::{Action, Response, ResponseKind};
 pub use deth::Deth;
 pub use error::Error;
 pub use feth::Feth;
@@ -45,5 +65,12 @@ pub use immdt::ImmDt;
 pub use opcode::{ExtHeader, ExtHeaders, Opcode, OpcodeInfo, Operation, Position, Transport};
 pub use packet::{Headers, Packet};
 pub use psn::Psn;
+pub use requester::{Completion, RequestPacket, RequesterConfig, SendQueue, SendWqe};
+pub use responder::{
+    Decision, Outcome, ReadReply, ReadResponsePacket, Reply, Request, Responder, ResponderConfig,
+    Work, WorkKind,
+};
 pub use reth::Reth;
+pub use segment::{MessagePlan, Mtu, RethSpan, Segment, WqeOp};
 pub use soft_crc32::SoftCrc32;
+pub use wc::WcStatus;

@@ -1,0 +1,532 @@
+//! The RC requester: a fixed-capacity window of send work requests, PSN
+//! assignment, and the choice of the next request packet to (re)transmit.
+//!
+//! [`SendQueue`] holds every posted work request until its completion is
+//! taken with [`SendQueue::pop_completion`]. The driver:
+//!
+//! 1. posts work requests with [`SendQueue::post`];
+//! 2. calls [`SendQueue::next_packet`] until it returns `None`, building and
+//!    sending each [`RequestPacket`] (payload copied from the work
+//!    request's local buffer at `offset`);
+//! 3. hands every RC response to [`SendQueue::on_response`] and acts on
+//!    the returned [`Action`](super::completer::Action) (see
+//!    [`completer`](super::completer)); timer expiries go to
+//!    [`SendQueue::on_timeout`] and [`SendQueue::on_rnr_timer`];
+//! 4. drains completions with [`SendQueue::pop_completion`].
+//!
+//! PSNs are assigned when a work request's first packet is sent, so a
+//! request held back (by the `max_rd_atomic` limit, a fence or the PSN
+//! window) gets the PSN after its predecessor's last.
+
+use super::error::Error;
+use super::opcode::Operation;
+use super::psn::Psn;
+use super::segment::{MessagePlan, Mtu, RethSpan, WqeOp};
+use super::wc::WcStatus;
+
+/// Requester parameters, from the QP attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RequesterConfig {
+    /// Path MTU.
+    pub mtu: Mtu,
+    /// Most RDMA READ and atomic requests outstanding at once
+    /// (`max_rd_atomic`, the initiator depth); 0 forbids them.
+    pub max_rd_atomic: u8,
+    /// Transport retries (`retry_cnt`, 0..=7) after a timeout or a
+    /// sequence-error NAK, reset whenever a response makes progress.
+    pub retry_cnt: u8,
+    /// RNR retries (`rnr_retry`, 0..=7; 7 means forever), reset on progress.
+    pub rnr_retry: u8,
+    /// Most PSNs sent but unacknowledged before new packets wait (a single
+    /// message larger than this is still sent when nothing else is
+    /// outstanding). Clamped to `1..=`[`MessagePlan::MAX_PSNS`].
+    pub max_unacked_psns: u32,
+    /// Set AckReq on every `ack_interval`-th packet of a long message, in
+    /// addition to its last packet (0: only the last).
+    pub ack_interval: u32,
+}
+
+impl RequesterConfig {
+    /// Defaults like rxe's: one READ/atomic outstanding, 7 retries, RNR
+    /// retry forever, 128 unacknowledged PSNs, AckReq every 64 packets.
+    pub const fn new(mtu: Mtu) -> Self {
+        RequesterConfig {
+            mtu,
+            max_rd_atomic: 1,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_unacked_psns: 128,
+            ack_interval: 64,
+        }
+    }
+}
+
+/// What the requester needs to know about a send work request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SendWqe {
+    /// The driver's handle for the work request (e.g. its send queue
+    /// index), returned in packets and completions.
+    pub tag: u32,
+    /// Operation.
+    pub op: WqeOp,
+    /// Total length in bytes (8 for atomics).
+    pub len: u32,
+    /// `IB_SEND_FENCE`: wait until every earlier READ and atomic has
+    /// completed before starting this request.
+    pub fence: bool,
+}
+
+/// One request packet to send, from [`SendQueue::next_packet`].
+///
+/// The driver builds it: BTH (opcode `Rc`/`operation`, `psn`, `ack_req`,
+/// the SE bit from the work request for the last packet), then the
+/// extension headers the opcode needs (RETH from `reth`, AtomicETH,
+/// ImmDt or IETH from the work request), then `payload_len` bytes of the
+/// local buffer starting at `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RequestPacket {
+    /// The work request's tag.
+    pub tag: u32,
+    /// PSN.
+    pub psn: Psn,
+    /// RC opcode operation.
+    pub operation: Operation,
+    /// Whether to set AckReq.
+    pub ack_req: bool,
+    /// Byte offset of the payload in the local buffer (READ request: of the
+    /// first byte requested).
+    pub offset: u32,
+    /// Payload bytes to carry.
+    pub payload_len: u32,
+    /// RETH relative to the work request's remote address, if any.
+    pub reth: Option<RethSpan>,
+    /// Whether this PSN was sent before (a retransmission).
+    pub retransmit: bool,
+}
+
+/// A finished work request, from [`SendQueue::pop_completion`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Completion {
+    /// The work request's tag.
+    pub tag: u32,
+    /// Operation.
+    pub op: WqeOp,
+    /// Completion status.
+    pub status: WcStatus,
+    /// Length of the work request in bytes.
+    pub byte_len: u32,
+}
+
+/// One posted work request and its transport state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Slot {
+    pub(super) wqe: SendWqe,
+    pub(super) plan: MessagePlan,
+    /// First PSN, valid once `started`.
+    pub(super) first_psn: Psn,
+    pub(super) started: bool,
+    /// Set once the request is finished (acknowledged or failed).
+    pub(super) status: Option<WcStatus>,
+}
+
+impl Slot {
+    /// The PSN after the message's last.
+    pub(super) const fn end_psn(&self) -> Psn {
+        self.first_psn.wrapping_add(self.plan.psn_count())
+    }
+}
+
+/// The requester side of an RC QP with room for `N` work requests that
+/// are posted but not yet popped as completions.
+#[derive(Clone, Debug)]
+pub struct SendQueue<const N: usize> {
+    pub(super) cfg: RequesterConfig,
+    pub(super) slots: [Option<Slot>; N],
+    /// Ring index of the oldest slot.
+    pub(super) head: usize,
+    /// Slots in use.
+    pub(super) len: usize,
+    /// Slots, from the head, that are finished (acknowledged or failed).
+    pub(super) done: usize,
+    /// Slot, from the head, of the next packet to send.
+    pub(super) cursor: usize,
+    /// PSN of the next packet to send (meaningful when the cursor slot is
+    /// started).
+    pub(super) cursor_psn: Psn,
+    /// PSN for the next work request to start.
+    pub(super) next_psn: Psn,
+    /// Oldest unacknowledged PSN.
+    pub(super) una: Psn,
+    /// One past the highest PSN sent (READ: its last response PSN).
+    pub(super) sent_end: Psn,
+    /// READ and atomic requests started and not finished.
+    pub(super) rd_atomic: u8,
+    pub(super) retry_left: u8,
+    pub(super) rnr_left: u8,
+    /// Waiting for the RNR timer: nothing is sent.
+    pub(super) rnr_wait: bool,
+    /// A retransmission from `una` was started and no progress was made
+    /// since: further NAKs for the same loss are ignored.
+    pub(super) retrying: bool,
+    /// A READ was re-requested from this PSN (in its middle): its first
+    /// response may restart with First/Only.
+    pub(super) read_resume: Option<Psn>,
+    /// The QP is in the error state: nothing is sent, everything is
+    /// flushed.
+    pub(super) error: bool,
+}
+
+impl<const N: usize> SendQueue<N> {
+    /// An empty send queue whose first packet will carry `initial_psn`
+    /// (the QP's `sq_psn`).
+    pub const fn new(cfg: RequesterConfig, initial_psn: Psn) -> Self {
+        let mut cfg = cfg;
+        if cfg.max_unacked_psns == 0 {
+            cfg.max_unacked_psns = 1;
+        } else if cfg.max_unacked_psns > MessagePlan::MAX_PSNS {
+            cfg.max_unacked_psns = MessagePlan::MAX_PSNS;
+        }
+        cfg.retry_cnt &= 7;
+        cfg.rnr_retry &= 7;
+        SendQueue {
+            cfg,
+            slots: [None; N],
+            head: 0,
+            len: 0,
+            done: 0,
+            cursor: 0,
+            cursor_psn: initial_psn,
+            next_psn: initial_psn,
+            una: initial_psn,
+            sent_end: initial_psn,
+            rd_atomic: 0,
+            retry_left: cfg.retry_cnt,
+            rnr_left: cfg.rnr_retry,
+            rnr_wait: false,
+            retrying: false,
+            read_resume: None,
+            error: false,
+        }
+    }
+
+    /// The configuration in use.
+    pub const fn config(&self) -> &RequesterConfig {
+        &self.cfg
+    }
+
+    /// Posts a work request. Fails with [`Error::QueueFull`] when `N`
+    /// requests are already held, or [`Error::BadMessageLength`] (see
+    /// [`MessagePlan::new`]). A request posted in the error state is
+    /// accepted and completes with [`WcStatus::WrFlushErr`].
+    pub fn post(&mut self, wqe: SendWqe) -> Result<(), Error> {
+        if self.len >= N {
+            return Err(Error::QueueFull);
+        }
+        let plan = MessagePlan::new(wqe.op, wqe.len, self.cfg.mtu)?;
+        let i = self.ring(self.len);
+        let slot = self.slots.get_mut(i).ok_or(Error::QueueFull)?;
+        *slot = Some(Slot {
+            wqe,
+            plan,
+            first_psn: Psn::ZERO,
+            started: false,
+            status: None,
+        });
+        self.len = self.len.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Work requests held (posted and not yet popped).
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no work request is held.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether another work request can be posted.
+    pub const fn has_room(&self) -> bool {
+        self.len < N
+    }
+
+    /// The oldest unacknowledged PSN.
+    pub const fn una(&self) -> Psn {
+        self.una
+    }
+
+    /// The PSN the next new work request will start at.
+    pub const fn next_psn(&self) -> Psn {
+        self.next_psn
+    }
+
+    /// Whether packets are sent and not acknowledged: the transport
+    /// (local ACK) timer should run exactly while this holds and
+    /// [`SendQueue::waiting_rnr`] does not.
+    pub fn has_unacked(&self) -> bool {
+        !self.error && self.una != self.sent_end
+    }
+
+    /// Whether sending is paused until [`SendQueue::on_rnr_timer`].
+    pub const fn waiting_rnr(&self) -> bool {
+        self.rnr_wait
+    }
+
+    /// Whether the QP's send side is in the error state.
+    pub const fn is_error(&self) -> bool {
+        self.error
+    }
+
+    /// Moves to the error state (e.g. the driver's local error, or a QP
+    /// state change): nothing more is sent and every unfinished request
+    /// completes with [`WcStatus::WrFlushErr`].
+    pub fn set_error(&mut self) {
+        self.error = true;
+    }
+
+    /// The next packet to send, or `None` if nothing can be sent now
+    /// (nothing posted, waiting for RNR, the error state, the PSN window
+    /// full, the `max_rd_atomic` limit or a fence).
+    pub fn next_packet(&mut self) -> Option<RequestPacket> {
+        if self.error || self.rnr_wait {
+            return None;
+        }
+        loop {
+            if self.cursor >= self.len {
+                return None;
+            }
+            let idx = self.ring(self.cursor);
+            let slot = (*self.slots.get(idx)?)?;
+            if slot.status.is_some() {
+                self.advance_cursor();
+                continue;
+            }
+            let slot = if slot.started {
+                slot
+            } else {
+                self.start(idx, slot)?
+            };
+            let index = slot.first_psn.distance_to(self.cursor_psn);
+            let seg = slot.plan.segment(index, self.cfg.ack_interval)?;
+            let next = slot.plan.next_index(index);
+            let end = slot.first_psn.wrapping_add(next);
+            let retransmit = self.cursor_psn.is_before(self.sent_end);
+            if !retransmit && !self.window_allows(end) {
+                return None;
+            }
+            let psn = self.cursor_psn;
+            if next >= slot.plan.psn_count() {
+                self.advance_cursor();
+            } else {
+                self.cursor_psn = end;
+            }
+            if self.sent_end.is_before(end) {
+                self.sent_end = end;
+            }
+            return Some(RequestPacket {
+                tag: slot.wqe.tag,
+                psn,
+                operation: seg.operation,
+                ack_req: seg.ack_req,
+                offset: seg.offset,
+                payload_len: seg.payload_len,
+                reth: seg.reth,
+                retransmit,
+            });
+        }
+    }
+
+    /// Takes the oldest finished work request's completion. Completions
+    /// come in posting order; in the error state every unfinished request
+    /// completes with [`WcStatus::WrFlushErr`].
+    pub fn pop_completion(&mut self) -> Option<Completion> {
+        if self.len == 0 {
+            return None;
+        }
+        let head = self.head;
+        let slot = (*self.slots.get(head)?)?;
+        let status = match slot.status {
+            Some(s) => s,
+            None if self.error => WcStatus::WrFlushErr,
+            None => return None,
+        };
+        if let Some(s) = self.slots.get_mut(head) {
+            *s = None;
+        }
+        if slot.started && slot.status.is_none() && slot.wqe.op.is_read_or_atomic() {
+            self.rd_atomic = self.rd_atomic.saturating_sub(1);
+        }
+        self.head = self.ring(1);
+        self.len = self.len.wrapping_sub(1);
+        self.done = self.done.saturating_sub(1);
+        self.cursor = self.cursor.saturating_sub(1);
+        Some(Completion {
+            tag: slot.wqe.tag,
+            op: slot.wqe.op,
+            status,
+            byte_len: slot.wqe.len,
+        })
+    }
+
+    /// Starts the unstarted work request in ring slot `idx`: checks the
+    /// fence, `max_rd_atomic` and the PSN window, then assigns its PSNs.
+    fn start(&mut self, idx: usize, mut slot: Slot) -> Option<Slot> {
+        let op = slot.wqe.op;
+        if slot.wqe.fence && self.rd_atomic != 0 {
+            return None;
+        }
+        if op.is_read_or_atomic() && self.rd_atomic >= self.cfg.max_rd_atomic {
+            return None;
+        }
+        let end = self
+            .next_psn
+            .wrapping_add(slot.plan.next_index(0).min(slot.plan.psn_count()));
+        if !self.window_allows(end) {
+            return None;
+        }
+        slot.first_psn = self.next_psn;
+        slot.started = true;
+        self.next_psn = slot.end_psn();
+        self.cursor_psn = slot.first_psn;
+        if op.is_read_or_atomic() {
+            self.rd_atomic = self.rd_atomic.saturating_add(1);
+        }
+        *self.slots.get_mut(idx)? = Some(slot);
+        Some(slot)
+    }
+
+    /// Whether a new packet whose PSNs end before `end` fits the window of
+    /// unacknowledged PSNs (always, when nothing is unacknowledged).
+    fn window_allows(&self, end: Psn) -> bool {
+        self.una == self.sent_end || self.una.distance_to(end) <= self.cfg.max_unacked_psns
+    }
+
+    /// Moves the cursor to the start of the next slot.
+    pub(super) fn advance_cursor(&mut self) {
+        self.cursor = self.cursor.wrapping_add(1);
+        if let Some(s) = self.slot(self.cursor) {
+            if s.started {
+                self.cursor_psn = s.first_psn;
+            }
+        }
+    }
+
+    /// Ring index of the slot `k` places after the head.
+    pub(super) fn ring(&self, k: usize) -> usize {
+        self.head.wrapping_add(k).checked_rem(N).unwrap_or(0)
+    }
+
+    /// The slot `k` places after the head.
+    pub(super) fn slot(&self, k: usize) -> Option<Slot> {
+        if k >= self.len {
+            return None;
+        }
+        *self.slots.get(self.ring(k))?
+    }
+
+    /// Mutable access to the slot `k` places after the head.
+    pub(super) fn slot_mut(&mut self, k: usize) -> Option<&mut Slot> {
+        if k >= self.len {
+            return None;
+        }
+        let i = self.ring(k);
+        self.slots.get_mut(i)?.as_mut()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn wqe(tag: u32, op: WqeOp, len: u32) -> SendWqe {
+        SendWqe {
+            tag,
+            op,
+            len,
+            fence: false,
+        }
+    }
+
+    fn drain<const N: usize>(sq: &mut SendQueue<N>) -> Vec<RequestPacket> {
+        core::iter::from_fn(|| sq.next_packet()).collect()
+    }
+
+    #[test]
+    fn assigns_consecutive_psns_across_wqes() {
+        let mut sq = SendQueue::<8>::new(RequesterConfig::new(Mtu::Mtu256), Psn::new(0xFF_FFFE));
+        sq.post(wqe(1, WqeOp::Send, 600)).unwrap();
+        sq.post(wqe(2, WqeOp::Read, 1000)).unwrap();
+        sq.post(wqe(3, WqeOp::Write, 10)).unwrap();
+        let p = drain(&mut sq);
+        let psns: Vec<u32> = p.iter().map(|p| p.psn.value()).collect();
+        // SEND: 3 PSNs, READ: 4 PSNs (one request), WRITE: 1.
+        assert_eq!(psns, [0xFF_FFFE, 0xFF_FFFF, 0, 1, 5]);
+        assert_eq!(p[3].operation, Operation::RdmaReadRequest);
+        assert!(p.iter().all(|p| !p.retransmit));
+        assert_eq!(sq.next_psn(), Psn::new(6));
+        assert!(sq.has_unacked());
+        assert_eq!(sq.pop_completion(), None);
+    }
+
+    #[test]
+    fn rd_atomic_limit_and_fence() {
+        let mut sq = SendQueue::<8>::new(RequesterConfig::new(Mtu::Mtu1024), Psn::ZERO);
+        sq.post(wqe(1, WqeOp::Read, 8)).unwrap();
+        sq.post(wqe(2, WqeOp::FetchAdd, 8)).unwrap();
+        sq.post(wqe(3, WqeOp::Send, 8)).unwrap();
+        // max_rd_atomic = 1: the atomic (and everything behind it) waits.
+        assert_eq!(drain(&mut sq).len(), 1);
+        let mut sq = SendQueue::<8>::new(RequesterConfig::new(Mtu::Mtu1024), Psn::ZERO);
+        sq.post(wqe(1, WqeOp::Read, 8)).unwrap();
+        sq.post(SendWqe {
+            fence: true,
+            ..wqe(2, WqeOp::Send, 8)
+        })
+        .unwrap();
+        assert_eq!(drain(&mut sq).len(), 1);
+    }
+
+    #[test]
+    fn psn_window_and_queue_full() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.max_unacked_psns = 4;
+        let mut sq = SendQueue::<2>::new(cfg, Psn::ZERO);
+        // A message larger than the window is sent when it is alone...
+        sq.post(wqe(1, WqeOp::Read, 256 * 10)).unwrap();
+        sq.post(wqe(2, WqeOp::Send, 256 * 10)).unwrap();
+        assert_eq!(sq.post(wqe(3, WqeOp::Send, 1)), Err(Error::QueueFull));
+        let p = drain(&mut sq);
+        // ...but the SEND behind it waits for acknowledgements.
+        assert_eq!(p.len(), 1);
+        assert_eq!(
+            sq.post(wqe(3, WqeOp::CompareSwap, 7)),
+            Err(Error::QueueFull)
+        );
+        let mut sq = SendQueue::<2>::new(cfg, Psn::ZERO);
+        sq.post(wqe(1, WqeOp::Send, 256 * 10)).unwrap();
+        assert_eq!(drain(&mut sq).len(), 4);
+        assert_eq!(
+            SendQueue::<2>::new(cfg, Psn::ZERO).post(wqe(3, WqeOp::CompareSwap, 7)),
+            Err(Error::BadMessageLength)
+        );
+    }
+
+    #[test]
+    fn error_state_flushes() {
+        let mut sq = SendQueue::<4>::new(RequesterConfig::new(Mtu::Mtu256), Psn::ZERO);
+        sq.post(wqe(1, WqeOp::Send, 1)).unwrap();
+        sq.post(wqe(2, WqeOp::Send, 1)).unwrap();
+        assert!(sq.next_packet().is_some());
+        sq.set_error();
+        assert_eq!(sq.next_packet(), None);
+        assert!(!sq.has_unacked());
+        let c = sq.pop_completion().unwrap();
+        assert_eq!((c.tag, c.status), (1, WcStatus::WrFlushErr));
+        let c = sq.pop_completion().unwrap();
+        assert_eq!((c.tag, c.status), (2, WcStatus::WrFlushErr));
+        assert_eq!(sq.pop_completion(), None);
+        assert!(sq.is_empty());
+    }
+}
