@@ -29,6 +29,7 @@ pub mod opcode;
 pub mod packet;
 pub mod psn;
 pub mod reth;
+pub mod session;
 pub mod soft_crc32;
 mod wire;
 
