@@ -47,9 +47,10 @@
 //!   the last acknowledged PSN ([`probe_psn`]). Every responder treats it as
 //!   a duplicate SEND/WRITE and only re-ACKs it (IBTA C9-105; rxe
 //!   `duplicate_request()`), with PSN = its last acknowledged PSN, which is
-//!   the probe's PSN since nothing else is outstanding. No state changes,
-//!   no completion, harmless when lost. The reply is the ACK with that PSN
-//!   ([`probe_reply_matches`]).
+//!   the probe's PSN since nothing else was outstanding. No state changes,
+//!   no completion, harmless when lost. The reply is the ACK with exactly
+//!   that PSN, provided no retransmission could have caused the same
+//!   re-ACK ([`probe_reply_matches`]).
 //! - **canary**, when data is outstanding (a duplicate's re-ACK then cannot
 //!   be told from ordinary ACKs): the next new message is sent on *s*. An
 //!   ACK covering it is progress on *s* (→ Up). If it is lost the responder
@@ -366,17 +367,22 @@ pub const fn rto_us_from_local_ack_timeout(t: u8) -> Option<u64> {
     }
 }
 
-/// Worst-case failover time in µs: from the later of the path failure and
-/// the first send it affects, until the unacknowledged data is resent on
-/// another session, for a QP timer of `rto_us` that fires up to `tick_us`
-/// late. Each of the `threshold` timeouts fires at most `rto + tick` after
-/// the previous arming (the last progress before the failure, then each
-/// retransmission), so the bound is `threshold x (rto + tick)`. With the
-/// default threshold 2 it is within 3 x RTO whenever `tick <= RTO / 2`.
-/// A link-down notification fails over at once (bound 0).
-pub const fn failover_bound_us(rto_us: u64, threshold: u8, tick_us: u64) -> u64 {
+/// Worst-case failover time in µs: from a path failure until the
+/// unacknowledged data is resent on another session.
+///
+/// After the failure no ACK can move past the first lost packet, so the
+/// last arming of the QP timer (ACK progress, a NAK-driven or timed-out
+/// resend) is at most one round trip `rtt_us` after the failure. Each of
+/// the `threshold` timeouts then fires at most `rto + tick` after the
+/// previous arming (`tick_us`: how late the timer may fire, e.g. one
+/// jiffy), and the last one fails over. Bound: `rtt + threshold x (rto +
+/// tick)`. With the default threshold 2 this is within 3 x RTO whenever
+/// `rtt + 2 x tick <= RTO`, which any working timeout satisfies (an RTO
+/// below the RTT retransmits spuriously). A link-down notification fails
+/// over at once (bound 0).
+pub const fn failover_bound_us(rto_us: u64, threshold: u8, tick_us: u64, rtt_us: u64) -> u64 {
     let t = if threshold == 0 { 1 } else { threshold };
-    (t as u64).saturating_mul(rto_us.saturating_add(tick_us))
+    rtt_us.saturating_add((t as u64).saturating_mul(rto_us.saturating_add(tick_us)))
 }
 
 /// Worst-case time in µs from a path's recovery until its session is Up
@@ -403,11 +409,19 @@ pub const fn probe_psn(oldest_unacked: Psn) -> Psn {
 }
 
 /// Whether an ACK with PSN `ack_psn` answers a duplicate probe with PSN
-/// `probe`: only while nothing else is outstanding (otherwise the
-/// responder's ACK PSN may have moved on and replies are ambiguous), and
-/// only an ACK whose PSN equals the probe's.
-pub fn probe_reply_matches(probe: Psn, ack_psn: Psn, qp_outstanding: bool) -> bool {
-    !qp_outstanding && ack_psn == probe
+/// `probe`.
+///
+/// The responder re-ACKs a duplicate with its last acknowledged PSN. The
+/// probe's PSN is the last PSN the requester saw acknowledged, and every
+/// ACK for new data carries a later PSN, so an ACK with exactly the probe's
+/// PSN can only come from a duplicate: the probe, or a retransmitted packet
+/// the responder already had. The reply therefore matches iff `ack_psn ==
+/// probe` and no such duplicate can be in flight: `resend_near` must be
+/// `true` if any go-back-N resend was sent from one RTO before the probe
+/// until now. (A re-ACK with a later PSN, when new data reached the
+/// responder meanwhile, is inconclusive: the probe is simply retried.)
+pub fn probe_reply_matches(probe: Psn, ack_psn: Psn, resend_near: bool) -> bool {
+    !resend_near && ack_psn == probe
 }
 
 #[cfg(test)]
@@ -482,7 +496,8 @@ mod tests {
         assert_eq!(h.poll(40, true, Some(10), &cfg), HealthEvent::WentDown);
         assert_eq!(probe_psn(Psn::ZERO), Psn::MAX);
         assert!(probe_reply_matches(Psn::new(4), Psn::new(4), false));
+        assert!(!probe_reply_matches(Psn::new(4), Psn::new(5), false));
         assert!(!probe_reply_matches(Psn::new(4), Psn::new(4), true));
-        assert!(failover_bound_us(1000, 2, 500) <= 3000);
+        assert!(failover_bound_us(1000, 2, 400, 200) <= 3000);
     }
 }

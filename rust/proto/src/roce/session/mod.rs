@@ -32,11 +32,11 @@ pub mod rtt;
 
 pub use group::{
     Choice, Counters, GroupConfig, Policy, PollResult, ProbeKind, Session, SessionGroup,
-    TimeoutAction,
+    SessionSpec, TimeoutAction,
 };
 pub use health::{Health, HealthConfig, HealthEvent, State};
 pub use port_range::{PortAllocator, PortRange};
-pub use receiver::{NetAddr, PeerKind, ReceiveFilter, Reject, Verdict};
+pub use receiver::{FiveTuple, NetAddr, PeerKind, ReceiveFilter, Reject, RxSession, Verdict};
 pub use rtt::RttEstimator;
 
 /// The largest number of sessions in one group.
