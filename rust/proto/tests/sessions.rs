@@ -119,6 +119,10 @@ fn exclude_and_exhaust() {
     assert_eq!(a.allocate_one(7), Ok(61000));
     assert_eq!(a.allocate_one(0), Err(SessionError::PortsExhausted));
     assert_eq!(a.free(60999), Err(SessionError::NotAllocated));
+    a.free(61002).unwrap();
+    a.mark_used(61002).unwrap();
+    assert_eq!(a.mark_used(61002), Err(SessionError::BadPort));
+    assert_eq!(a.allocate_one(0), Err(SessionError::PortsExhausted));
 }
 
 // ---------------------------------------------------------------- policies

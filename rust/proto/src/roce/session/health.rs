@@ -34,7 +34,8 @@
 //! out. The QP fails a WR with `IB_WC_RETRY_EXC_ERR` only when **every**
 //! session of its group is exhausted; a one-session group therefore fails
 //! on exactly the timeout rxe fails on (the `retry_cnt + 1`-th without
-//! progress). Probes never spend retries.
+//! progress). Duplicate probes never spend retries; a canary is a real
+//! message and its timeout is charged like any other.
 //!
 //! # Probes
 //!

@@ -342,6 +342,21 @@ impl<const WORDS: usize> PortAllocator<WORDS> {
         Ok(())
     }
 
+    /// Marks `port` used without handing it out (e.g. the kernel could not
+    /// bind its reservation socket because another socket holds it). Fails
+    /// with [`SessionError::BadPort`] if it is outside the range or already
+    /// used.
+    pub fn mark_used(&mut self, port: u16) -> Result<(), SessionError> {
+        match self.offset(port) {
+            Some(off) if !self.bit(off) => {
+                self.set(off, true);
+                self.used = self.used.saturating_add(1);
+                Ok(())
+            }
+            _ => Err(SessionError::BadPort),
+        }
+    }
+
     /// Frees `port`; fails with [`SessionError::NotAllocated`] (changing
     /// nothing) if it is outside the range or not allocated.
     pub fn free(&mut self, port: u16) -> Result<(), SessionError> {
