@@ -46,6 +46,7 @@ pub mod requester;
 pub mod responder;
 pub mod reth;
 pub mod segment;
+pub mod session;
 pub mod soft_crc32;
 pub mod timer;
 pub mod wc;
