@@ -505,3 +505,38 @@ pinned_pages() {
 	     $1 == "nr_foll_pin_released" { r = $2 }
 	     END { print a - r }' /proc/vmstat
 }
+
+# ------------------------------------------------- single-device verbs tests
+# one_device_in_h1: sroce loaded (unloaded at exit), the two hosts, and DEV1
+# on v1, ACTIVE.
+one_device_in_h1() {
+	require_module_file
+	load_sroce
+	on_exit unload_sroce
+	two_hosts
+	add_link h1 "$DEV1" v1
+	wait_port_active "$DEV1"
+}
+
+# check_verbs_program PROG ARGS...: runs selftests/progs/PROG in h1 twice
+# (a budget, mapping or reference leaked by the first run shows in the
+# second), requires its "all checks passed" line each time, and that the
+# module's reference count is back where it was; then removes DEV1 and
+# unloads the module, which must succeed.
+check_verbs_program() {
+	local prog=$1 out rc before run
+	shift
+	before=$(cat "/sys/module/$MOD_NAME/refcnt")
+	for run in 1 2; do
+		out=$(in_h1 "$SROCE_BIN/$prog" "$@" 2>&1)
+		rc=$?
+		printf '%s\n' "$out"
+		((rc == 0)) || fail "$prog (run $run) exited $rc"
+		assert_contains "$out" "all checks passed" "$prog (run $run)"
+	done
+	assert_eq "$before" "$(cat "/sys/module/$MOD_NAME/refcnt")" \
+		"module reference count after $prog exited"
+	del_link "$DEV1"
+	unload_sroce
+	! module_loaded "$MOD_NAME" || fail "module still loaded after $prog"
+}

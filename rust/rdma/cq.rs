@@ -105,12 +105,12 @@ pub(super) unsafe extern "C" fn create<T: Driver>(
         let user = if attrs.is_null() {
             None
         } else {
-            // SAFETY: a live bundle: its context is the caller's live user
-            // context of this device, and `driver_udata` is valid.
+            // SAFETY: `attrs` is a live bundle, so its `driver_udata` is the
+            // udata of a live call.
             unsafe {
-                let b = &mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
-                let uctx = UContext::<T>::from_raw(b.context);
-                UData::from_raw(&raw mut b.driver_udata).map(|u| (uctx, u))
+                UData::user_call::<T>(
+                    &raw mut (*attrs).__bindgen_anon_1.__bindgen_anon_1.driver_udata,
+                )
             }
         };
         let req = CqRequest {
@@ -158,13 +158,8 @@ pub(super) unsafe extern "C" fn resize<T: Driver>(
     from_result(|| {
         // SAFETY: live and initialised (function contract).
         let this = unsafe { Cq::<T>::from_raw(cq) };
-        // SAFETY: the core passes the udata of a user call, whose bundle
-        // holds the caller's live user context.
-        let user = unsafe { UData::from_raw(udata) }.map(|u| {
-            // SAFETY: as above.
-            let uctx = unsafe { UContext::<T>::from_raw(u.bundle_context()) };
-            (uctx, u)
-        });
+        // SAFETY: the core passes NULL or the udata of a live call.
+        let user = unsafe { UData::user_call::<T>(udata) };
         let capacity = T::resize_cq(this, entries, user)?;
         this.set_capacity(capacity);
         Ok(0)

@@ -65,13 +65,8 @@ pub(super) unsafe extern "C" fn create<T: Driver>(
         if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
             return Err(EOPNOTSUPP);
         }
-        // SAFETY: the udata of a user call belongs to a live bundle whose
-        // context is the caller's live user context.
-        let user = unsafe { UData::from_raw(udata) }.map(|u| {
-            // SAFETY: as above.
-            let uctx = unsafe { UContext::<T>::from_raw(u.bundle_context()) };
-            (uctx, u)
-        });
+        // SAFETY: the core passes NULL or the udata of a live call.
+        let user = unsafe { UData::user_call::<T>(udata) };
         let req = SrqRequest {
             attrs: SrqAttrs {
                 max_wr: init.attr.max_wr,

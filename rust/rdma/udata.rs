@@ -2,7 +2,7 @@
 
 //! Provider-specific command and response data (`struct ib_udata`).
 
-use super::bindings;
+use super::{bindings, device::Driver, ucontext::UContext};
 use kernel::{
     prelude::*,
     transmute::AsBytes,
@@ -45,6 +45,25 @@ impl UData {
         UserSlice::new(self.outbuf, self.outlen)
             .writer()
             .write_slice(&bytes[..n])
+    }
+
+    /// The caller's user context and driver data for a callback's udata;
+    /// `None` for calls from kernel consumers, which pass no udata.
+    ///
+    /// # Safety
+    ///
+    /// `p` is NULL or the `driver_udata` of a live `uverbs_attr_bundle` of a
+    /// call on a device of driver `T` (every udata the core passes to a
+    /// driver callback).
+    pub(super) unsafe fn user_call<'a, T: Driver>(
+        p: *mut bindings::ib_udata,
+    ) -> Option<(&'a UContext<T>, Self)> {
+        // SAFETY: forwarded from the caller.
+        let udata = unsafe { Self::from_raw(p) }?;
+        // SAFETY: the bundle's context is the caller's live user context of
+        // this device, alive for the whole call.
+        let uctx = unsafe { UContext::<T>::from_raw(udata.bundle_context()) };
+        Some((uctx, udata))
     }
 
     /// The user context of the call this udata belongs to.

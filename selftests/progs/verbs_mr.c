@@ -24,14 +24,14 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include "common.h"
 
 #define KiB 1024UL
 #define MiB (1024 * KiB)
 
 static long page;
-static int failures;
 
-#define CHECK(cond, ...)                                          \
+#define EXPECT(cond, ...)                                         \
 	do {                                                      \
 		if (!(cond)) {                                    \
 			fprintf(stderr, "FAIL line %d: ", __LINE__); \
@@ -40,22 +40,6 @@ static int failures;
 			failures++;                               \
 		}                                                 \
 	} while (0)
-
-static struct ibv_context *open_by_name(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
 
 /* Pages pinned system-wide with FOLL_PIN, or -1 if unreadable. */
 static long pinned_pages(void)
@@ -118,11 +102,11 @@ static void expect_fail(struct ibv_pd *pd, void *addr, size_t len, int access,
 	errno = 0;
 	mr = ibv_reg_mr(pd, addr, len, access);
 	if (mr) {
-		CHECK(0, "%s: registered, expected %s", what, strerror(want));
+		EXPECT(0, "%s: registered, expected %s", what, strerror(want));
 		ibv_dereg_mr(mr);
 		return;
 	}
-	CHECK(errno == want, "%s: %s, expected %s", what, strerror(errno),
+	EXPECT(errno == want, "%s: %s, expected %s", what, strerror(errno),
 	      strerror(want));
 	printf("%s: %s as expected\n", what, strerror(errno));
 }
@@ -170,16 +154,16 @@ static int basic(struct ibv_context *ctx)
 
 		mrs[i] = ibv_reg_mr(pd, buf + r->offset, r->len, r->access);
 		if (!mrs[i]) {
-			CHECK(0, "%s: ibv_reg_mr: %s", r->what, strerror(errno));
+			EXPECT(0, "%s: ibv_reg_mr: %s", r->what, strerror(errno));
 			return 1;
 		}
-		CHECK(mrs[i]->lkey != 0 && mrs[i]->rkey != 0,
+		EXPECT(mrs[i]->lkey != 0 && mrs[i]->rkey != 0,
 		      "%s: zero key (lkey %#x rkey %#x)", r->what,
 		      mrs[i]->lkey, mrs[i]->rkey);
-		CHECK(mrs[i]->addr == buf + r->offset && mrs[i]->length == r->len,
+		EXPECT(mrs[i]->addr == buf + r->offset && mrs[i]->length == r->len,
 		      "%s: wrong addr/length", r->what);
 		for (j = 0; j < i; j++)
-			CHECK(mrs[i]->lkey != mrs[j]->lkey &&
+			EXPECT(mrs[i]->lkey != mrs[j]->lkey &&
 				      mrs[i]->rkey != mrs[j]->rkey,
 			      "%s: keys equal to those of '%s'", r->what,
 			      regions[j].what);
@@ -198,7 +182,7 @@ static int basic(struct ibv_context *ctx)
 				       (s & ~(page - 1))) / page;
 		}
 		held = pinned_settled(base + want);
-		CHECK(held - base == want, "pinned %ld pages, expected %ld",
+		EXPECT(held - base == want, "pinned %ld pages, expected %ld",
 		      held - base, want);
 		printf("pinned %ld pages while registered\n", held - base);
 	}
@@ -220,34 +204,34 @@ static int basic(struct ibv_context *ctx)
 		/* Read-only memory is fine without write rights. */
 		struct ibv_mr *mr = ibv_reg_mr(pd, ro, page, IBV_ACCESS_REMOTE_READ);
 
-		CHECK(mr, "read-only memory for reading: %s", strerror(errno));
+		EXPECT(mr, "read-only memory for reading: %s", strerror(errno));
 		if (mr)
 			ibv_dereg_mr(mr);
 	}
 	if (base >= 0)
-		CHECK(pinned_settled(held) == held, "failed registrations left pins");
+		EXPECT(pinned_settled(held) == held, "failed registrations left pins");
 
 	first_key = mrs[0]->lkey;
 	for (i = 0; i < N; i++) {
 		int err = ibv_dereg_mr(mrs[i]);
 
-		CHECK(!err, "%s: ibv_dereg_mr: %s", regions[i].what, strerror(err));
+		EXPECT(!err, "%s: ibv_dereg_mr: %s", regions[i].what, strerror(err));
 	}
 	if (base >= 0) {
 		long left = pinned_settled(base) - base;
 
-		CHECK(left == 0, "pins left after deregistration: %ld", left);
+		EXPECT(left == 0, "pins left after deregistration: %ld", left);
 		printf("all pins released\n");
 	}
 
 	/* A new registration never gets a key still known from before. */
 	mrs[0] = ibv_reg_mr(pd, buf, page, lw);
-	CHECK(mrs[0], "re-registration: %s", strerror(errno));
+	EXPECT(mrs[0], "re-registration: %s", strerror(errno));
 	if (mrs[0]) {
-		CHECK(mrs[0]->lkey != first_key, "key %#x reused", first_key);
+		EXPECT(mrs[0]->lkey != first_key, "key %#x reused", first_key);
 		ibv_dereg_mr(mrs[0]);
 	}
-	CHECK(!ibv_dealloc_pd(pd), "ibv_dealloc_pd");
+	EXPECT(!ibv_dealloc_pd(pd), "ibv_dealloc_pd");
 	return 0;
 }
 
@@ -265,7 +249,7 @@ static int leave(struct ibv_context *ctx, int n)
 	for (i = 0; i < n; i++) {
 		if (!ibv_reg_mr(pd, buf + i * 64 * KiB, 64 * KiB,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) {
-			CHECK(0, "ibv_reg_mr #%d: %s", i, strerror(errno));
+			EXPECT(0, "ibv_reg_mr #%d: %s", i, strerror(errno));
 			return 1;
 		}
 	}
@@ -287,7 +271,7 @@ static int memlock(const char *name)
 		perror("dropping privileges");
 		return 1;
 	}
-	ctx = open_by_name(name);
+	ctx = open_device_by_name(name);
 	if (!ctx) {
 		fprintf(stderr, "cannot open %s as nobody\n", name);
 		return 1;
@@ -301,16 +285,16 @@ static int memlock(const char *name)
 	expect_fail(pd, buf, MiB, IBV_ACCESS_LOCAL_WRITE, ENOMEM,
 		    "1 MiB over a 64 KiB RLIMIT_MEMLOCK");
 	mr = ibv_reg_mr(pd, buf, 32 * KiB, IBV_ACCESS_LOCAL_WRITE);
-	CHECK(mr, "32 KiB under the limit: %s", strerror(errno));
+	EXPECT(mr, "32 KiB under the limit: %s", strerror(errno));
 	if (mr) {
 		printf("32 KiB under the limit: registered\n");
 		/* The pinned pages count against the limit until released. */
 		expect_fail(pd, buf + 32 * KiB, 64 * KiB - 32 * KiB + page,
 			    IBV_ACCESS_LOCAL_WRITE, ENOMEM,
 			    "a second region past the limit");
-		CHECK(!ibv_dereg_mr(mr), "ibv_dereg_mr");
+		EXPECT(!ibv_dereg_mr(mr), "ibv_dereg_mr");
 		mr = ibv_reg_mr(pd, buf, 64 * KiB, IBV_ACCESS_LOCAL_WRITE);
-		CHECK(mr, "64 KiB after release: %s", strerror(errno));
+		EXPECT(mr, "64 KiB after release: %s", strerror(errno));
 		if (mr)
 			ibv_dereg_mr(mr);
 	}
@@ -332,7 +316,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[2], "memlock")) {
 		ret = memlock(argv[1]);
 	} else {
-		ctx = open_by_name(argv[1]);
+		ctx = open_device_by_name(argv[1]);
 		if (!ctx) {
 			fprintf(stderr, "cannot open %s\n", argv[1]);
 			return 1;
@@ -344,7 +328,7 @@ int main(int argc, char **argv)
 		else
 			ret = 2;
 		if (ret == 0 && !strcmp(argv[2], "basic"))
-			CHECK(!ibv_close_device(ctx), "ibv_close_device");
+			EXPECT(!ibv_close_device(ctx), "ibv_close_device");
 	}
 	if (ret || failures) {
 		fprintf(stderr, "%d failure(s)\n", failures);

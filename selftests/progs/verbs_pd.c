@@ -10,22 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static struct ibv_context *open_by_name(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
+#include "common.h"
 
 int main(int argc, char **argv)
 {
@@ -37,7 +22,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DEVICE COUNT\n", argv[0]);
 		return 2;
 	}
-	ctx = open_by_name(argv[1]);
+	ctx = open_device_by_name(argv[1]);
 	if (!ctx) {
 		fprintf(stderr, "cannot open %s\n", argv[1]);
 		return 1;
@@ -67,6 +52,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	free(pds);
-	printf("ok\n");
-	return 0;
+	CHECK(1, "closed the device");
+	printf("%s\n", failures ? "FAILED" : "all checks passed");
+	return failures ? 1 : 0;
 }

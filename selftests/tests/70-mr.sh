@@ -7,12 +7,7 @@
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-require_module_file
-load_sroce
-on_exit unload_sroce
-two_hosts
-add_link h1 "$DEV1" v1
-wait_port_active "$DEV1"
+one_device_in_h1
 
 refs() { cat "/sys/module/$MOD_NAME/refcnt"; }
 # pins_back_to N WHAT: the FOLL_PIN count returns to at most N within 3 s
