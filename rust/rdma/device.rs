@@ -496,6 +496,7 @@ impl<T: Driver> VTable<T> {
             query_pkey: Some(Self::query_pkey),
             alloc_ucontext: Some(ucontext::alloc::<T>),
             dealloc_ucontext: Some(ucontext::dealloc::<T>),
+            disassociate_ucontext: Some(ucontext::disassociate),
             size_ib_ucontext: UContext::<T>::SIZE,
             alloc_pd: Some(pd::alloc::<T>),
             dealloc_pd: Some(pd::dealloc::<T>),

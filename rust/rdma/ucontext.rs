@@ -45,3 +45,18 @@ pub(super) unsafe extern "C" fn dealloc<T: Driver>(uctx: *mut bindings::ib_ucont
     // SAFETY: initialised by `alloc` and not used again.
     unsafe { UContext::<T>::drop_data(uctx) };
 }
+
+/// `ib_device_ops.disassociate_ucontext`: the device is going away while a
+/// process still has it open.
+///
+/// Offering this callback is what lets the core tear a device down (on
+/// `rdma link delete`, net device or namespace removal, `rmmod`) without
+/// waiting for every process to close it: the core destroys the process's
+/// verbs objects through the ordinary destroy callbacks first, and later
+/// calls from the process fail with `EIO`. sroce has nothing else to revoke:
+/// its ring mappings are plain pages the process keeps until it unmaps them.
+///
+/// # Safety
+///
+/// Called by the core for a live user context.
+pub(super) unsafe extern "C" fn disassociate(_uctx: *mut bindings::ib_ucontext) {}

@@ -2,13 +2,24 @@
 /*
  * ctx_hold DEVICE READY-FILE: opens a user context on DEVICE (through the
  * provider library, as every verbs program does), queries device and port
- * through it, creates READY-FILE, then holds the context until killed.
+ * through it, creates READY-FILE, then holds the context until killed. On
+ * SIGUSR1 it queries the port again and prints "requery: N" (0 or the
+ * errno), to show what a process sees once its device has gone away.
  * Exit status: 0 never (killed), 1 on any verbs error, 2 on usage errors.
  */
 #include <infiniband/verbs.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t requery;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	requery = 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -49,6 +60,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fclose(ready);
-	for (;;)
+	signal(SIGUSR1, on_usr1);
+	for (;;) {
 		pause();
+		if (requery) {
+			requery = 0;
+			printf("requery: %d\n", ibv_query_port(ctx, 1, &pattr));
+			fflush(stdout);
+		}
+	}
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Bad `rdma link add` requests fail with a clear error and leave nothing
-# behind; the module cannot be unloaded while a user context is open.
+# behind; removing the device or the module while it is open does not wait
+# for the processes using it.
 # timeout: 150
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -72,60 +73,64 @@ wait_port_active "$DEV2"
 g1=$(gid_index "$DEV1" 10.77.1.1)
 g2=$(gid_index "$DEV2" 10.77.1.2)
 
-# Unload while the device is open. sroce has no disassociate_ucontext, so
-# an open uverbs file holds a module reference and rmmod must fail ("in
-# use"). rxe in 7.3 implements disassociate_ucontext: its rmmod succeeds
-# and open files are cut off; that path is checked too.
-rmmod_refused() { assert_fails_with 'in use' rmmod "$MOD_NAME"; }
+# Removing the device, or the module, while processes have it open: like
+# rxe, sroce implements disassociate_ucontext, so neither waits for the
+# processes. Their verbs objects are destroyed, later calls fail with EIO,
+# and nothing is left behind.
 
-# after_rmmod_went_through HOLDER: the rxe way. The device is gone and the
-# holder can still be killed; then reload and re-add for what follows.
-after_rmmod_went_through() {
-	[[ ! -e /sys/class/infiniband/$DEV1 ]] || fail "$DEV1 still there after rmmod"
-	kill -0 "$1" 2>/dev/null && note "$LINK_TYPE: the holder survived rmmod (disassociated)"
-	kill -9 "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-	assert_eq "" "$(ib_devs)" "devices after rmmod"
-	load_sroce
-	add_link h1 "$DEV1" v1
-	add_link h2 "$DEV2" v2
+# relink: the module loaded and both devices back, for what follows.
+relink() {
+	module_loaded "$MOD_NAME" || load_sroce
+	[[ -e /sys/class/infiniband/$DEV1 ]] || add_link h1 "$DEV1" v1
+	[[ -e /sys/class/infiniband/$DEV2 ]] || add_link h2 "$DEV2" v2
 	wait_port_active "$DEV1"
 	wait_port_active "$DEV2"
-	g1=$(gid_index "$DEV1" 10.77.1.1)
-	g2=$(gid_index "$DEV2" 10.77.1.2)
 }
 
-# (a) A bare open of DEV1's uverbs char device, no verbs at all.
+# hold_context: ctx_hold opens DEV1 through the rxe provider library
+# (alloc_ucontext), queries it, and holds the context; sets HOLDER.
+hold_context() {
+	rm -f "$TEST_TMP/ready"
+	bg_in h1 "$TEST_TMP/holder.log" "$SROCE_BIN/ctx_hold" "$DEV1" "$TEST_TMP/ready"
+	HOLDER=$BG_PID
+	retry 20 test -e "$TEST_TMP/ready" || fail "ctx_hold could not open $DEV1: $(cat "$TEST_TMP/holder.log")"
+}
+
+# cut_off_holder: the holder is still alive, its next query fails with EIO
+# (5), and it can be killed.
+cut_off_holder() {
+	kill -0 "$HOLDER" || fail "the context holder died: $(cat "$TEST_TMP/holder.log")"
+	kill -USR1 "$HOLDER"
+	retry 20 grep -q '^requery:' "$TEST_TMP/holder.log" || fail "the holder did not re-query"
+	sroce_only "a process's device that went away answers EIO" \
+		assert_contains "$(cat "$TEST_TMP/holder.log")" "requery: 5" "ctx_hold after removal"
+	kill -9 "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+}
+
+# (a) rdma link delete with a user context open returns promptly.
+hold_context
+timeout 30 rdma link delete "$DEV1" || fail "rdma link delete with a context open did not complete"
+[[ ! -e /sys/class/infiniband/$DEV1 ]] || fail "$DEV1 still there after link delete"
+cut_off_holder
+relink
+
+# (b) rmmod with a bare open of the uverbs char device (no verbs at all).
 uv=$(uverbs_dev "$DEV1")
+rm -f "$TEST_TMP/open"
 bg_in h1 "$TEST_TMP/opener.log" bash -c "exec 3<>/dev/infiniband/$uv && touch '$TEST_TMP/open' && exec sleep 300"
-holder=$BG_PID
+opener=$BG_PID
 retry 10 test -e "$TEST_TMP/open" || fail "could not open /dev/infiniband/$uv: $(cat "$TEST_TMP/opener.log")"
-sroce_only "rmmod with /dev/infiniband/$uv open must fail (module in use)" rmmod_refused
-if module_loaded "$MOD_NAME"; then
-	[[ -e /sys/class/infiniband/$DEV1 ]] || fail "$DEV1 gone after the failed rmmod"
-	kill -9 "$holder"
-	wait "$holder" 2>/dev/null || true
-else
-	after_rmmod_went_through "$holder"
-fi
-
-# (b) A user context: ctx_hold opens DEV1 through the rxe provider library
-# (alloc_ucontext), queries it, and holds the context.
-bg_in h1 "$TEST_TMP/holder.log" "$SROCE_BIN/ctx_hold" "$DEV1" "$TEST_TMP/ready"
-holder=$BG_PID
-retry 20 test -e "$TEST_TMP/ready" || fail "ctx_hold could not open $DEV1: $(cat "$TEST_TMP/holder.log")"
-sroce_only "rmmod with a user context open must fail (module in use)" rmmod_refused
-if ! module_loaded "$MOD_NAME"; then
-	after_rmmod_went_through "$holder"
-	exit 0
-fi
-[[ -e /sys/class/infiniband/$DEV1 ]] || fail "$DEV1 gone after the failed rmmod"
-assert_match "$(ibv_devinfo -d "$DEV1")" 'PORT_ACTIVE' "ibv_devinfo after the failed rmmod"
-kill -0 "$holder" || fail "the context holder died: $(cat "$TEST_TMP/holder.log")"
-
-# (c) Once the holder is gone, rmmod works and removes both devices.
-kill -9 "$holder"
-wait "$holder" 2>/dev/null || true
-retry 10 rmmod "$MOD_NAME" || fail "rmmod after killing the holder: $(rmmod "$MOD_NAME" 2>&1)"
+timeout 60 rmmod "$MOD_NAME" || fail "rmmod with /dev/infiniband/$uv open failed"
 ! module_loaded "$MOD_NAME" || fail "module still loaded"
 assert_eq "" "$(ib_devs)" "devices after rmmod"
+kill -9 "$opener"
+wait "$opener" 2>/dev/null || true
+relink
+
+# (c) rmmod with a user context open: both devices go, the holder is cut off.
+hold_context
+timeout 60 rmmod "$MOD_NAME" || fail "rmmod with a user context open failed"
+! module_loaded "$MOD_NAME" || fail "module still loaded"
+assert_eq "" "$(ib_devs)" "devices after rmmod"
+cut_off_holder
