@@ -6,6 +6,7 @@
 #
 # Usage: selftests/run.sh [TEST-NAME-GLOB...]     e.g. run.sh '3*' 10-load-unload
 #        selftests/run.sh --demo                   the README's demo instead of tests
+#        selftests/run.sh --bench                  the sroce/rxe benchmark instead of tests
 #
 # Environment:
 #   KDIR               kernel tree (default $SROCE_CACHE/kernel, made by
@@ -26,11 +27,11 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=../tools/lib.sh
 . "$repo/tools/lib.sh"
 
-demo=0
-if [[ ${1:-} == --demo ]]; then
-	demo=1
-	shift
-fi
+demo=0 bench=0
+case ${1:-} in
+--demo) demo=1 && shift ;;
+--bench) bench=1 && shift ;;
+esac
 
 KDIR=${KDIR:-$SROCE_CACHE/kernel}
 SROCE_KO=${SROCE_KO:-$repo/sroce.ko}
@@ -78,6 +79,7 @@ done
 
 guest_script=$here/vm-main.sh
 ((demo)) && guest_script=$here/demo-vm.sh
+((bench)) && guest_script=$here/bench-vm.sh
 
 # The command run in the guest. The guest sees the host's root filesystem
 # read-only at the same paths, plus $results read-write.
@@ -112,12 +114,17 @@ timeout -k 20 "$vm_timeout" "${vng_cmd[@]}" </dev/null 2>&1 |
 	while IFS= read -r line || [[ -n $line ]]; do
 		line=${line//$'\r'/}
 		printf '%s\n' "$line" >>"$console"
-		[[ $line == "sroce selftests: "* || $line == "sroce demo: "* ]] && show=1
+		[[ $line == "sroce selftests: "* || $line == "sroce demo: "* || $line == "sroce bench: "* ]] && show=1
 		[[ $show == 1 ]] && printf '%s\n' "$line"
 	done
 vm_rc=${PIPESTATUS[0]}
 elapsed=$((SECONDS - start))
 
+if ((bench)); then
+	printf '# bench took %ds\n' "$elapsed"
+	[[ -f $results/bench-ok ]] || { echo "bench did not finish (VM status $vm_rc)"; tail -n 40 "$console"; exit 1; }
+	exit 0
+fi
 if ((demo)); then
 	printf '# demo took %ds\n' "$elapsed"
 	[[ -f $results/demo-ok ]] || { echo "demo failed (VM status $vm_rc)"; tail -n 40 "$console"; exit 1; }
