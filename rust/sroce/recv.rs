@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What sroce does with a received, checked packet. There are no queue
-//! pairs yet: it counts packets by BTH opcode and drops them.
+//! What sroce does with a received, checked packet: counted by BTH opcode
+//! and handed to the queue pair its BTH names.
 
 use super::device::SroceDevice;
 use super::io::RxPacket;
@@ -29,13 +29,24 @@ impl OpcodeCounts {
     }
 }
 
-/// The transport engines' entry point for received packets. Softirq
-/// context.
+/// The transport engines' entry point for received packets: queued for
+/// the destination QP's work item. Softirq context.
 pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
     // A checked packet has at least a BTH, whose first byte is the opcode.
     if let Some(&opcode) = pkt.head().first() {
         dev.data().rx_opcodes.inc(opcode);
     }
-    // No queue pair to deliver to yet: a drop, freed as one.
-    drop(pkt);
+    let qp = pkt
+        .head()
+        .get(5..8)
+        .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
+        .and_then(|qpn| dev.data().qp(qpn));
+    match qp {
+        Some(qp) => qp.queue_rx(pkt),
+        None => {
+            dev.data().rx_no_qp.fetch_add(1, Ordering::Relaxed);
+            // A drop, freed as one.
+            drop(pkt);
+        }
+    }
 }
