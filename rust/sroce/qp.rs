@@ -196,6 +196,7 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
     // No packet reaches the QP from here on; queued work finds its link
     // revoked once this returns.
     dev.data().remove_qp(qp.data().qpn);
+    qp.data().shared.close();
     qp.data().inner.lock().rc = None;
     dev.data().free_qpn(qp.data().qpn);
 }
@@ -217,7 +218,7 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
         _ => {}
     }
     drop(inner);
-    qp.data().shared.clone().schedule();
+    qp.data().shared.schedule();
     Ok(())
 }
 

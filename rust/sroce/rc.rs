@@ -18,7 +18,7 @@ use crate::rdma::{
     av::AddressVector,
     device::Device,
     qp::{Qp, QpLink, QpState},
-    rxe_abi::SEND_WQE_HEADER,
+    rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     wc::{Completion, WcOpcode, WcStatus},
     wqe::{RecvWqe, SendData, SendOp, SendWqe, Sge, MAX_SGE},
 };
@@ -66,10 +66,18 @@ pub(crate) struct QpShared {
     link: QpLink<SroceDevice>,
     #[pin]
     work: Work<QpShared>,
+    /// Received packets; `closed` once the QP is being destroyed.
     #[pin]
-    rx: SpinLockIrq<KVec<RxPacket>>,
+    rx: SpinLockIrq<RxQueue>,
     /// Packets dropped because the queue was full.
     rx_dropped: AtomicU64,
+}
+
+/// Packets waiting for the work item.
+struct RxQueue {
+    packets: KVec<RxPacket>,
+    /// No more scheduling: the QP is going away.
+    closed: bool,
 }
 
 kernel::impl_has_work! {
@@ -93,7 +101,13 @@ impl QpShared {
             try_pin_init!(Self {
                 link <- QpLink::new(),
                 work <- new_work!("sroce::qp_work"),
-                rx <- new_spinlock_irq!(KVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?, "sroce::qp_rx"),
+                rx <- new_spinlock_irq!(
+                    RxQueue {
+                        packets: KVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
+                        closed: false,
+                    },
+                    "sroce::qp_rx"
+                ),
                 rx_dropped: AtomicU64::new(0),
             }),
             GFP_KERNEL,
@@ -108,24 +122,42 @@ impl QpShared {
     /// Queues a received packet for the work item and schedules it. Any
     /// context.
     pub(crate) fn queue_rx(self: Arc<Self>, pkt: RxPacket) {
-        let full = self.rx.lock().push_within_capacity(pkt).is_err();
-        if full {
+        let mut q = self.rx.lock();
+        if q.closed {
+            return;
+        }
+        if q.packets.push_within_capacity(pkt).is_err() {
             self.rx_dropped.fetch_add(1, Ordering::Relaxed);
         }
-        self.schedule();
+        // Under the lock, so that `close` cannot miss this queueing.
+        let _ = workqueue::system().enqueue(self.clone());
+        drop(q);
     }
 
-    /// Schedules the work item (no-op if it is already queued).
-    pub(crate) fn schedule(self: Arc<Self>) {
-        let _ = workqueue::system().enqueue(self);
+    /// Schedules the work item (no-op if it is already queued or the QP is
+    /// going away).
+    pub(crate) fn schedule(self: &Arc<Self>) {
+        let q = self.rx.lock();
+        if !q.closed {
+            let _ = workqueue::system().enqueue(self.clone());
+        }
+        drop(q);
+    }
+
+    /// Stops scheduling, then waits for the work item to finish, so no
+    /// execution is left once the QP (and possibly the module) is gone.
+    /// Process context; the QP's locks must not be held.
+    pub(crate) fn close(&self) {
+        self.rx.lock().closed = true;
+        crate::rdma::work::flush(&self.work);
     }
 
     fn pop_rx(&self) -> Option<RxPacket> {
         let mut q = self.rx.lock();
-        if q.is_empty() {
+        if q.packets.is_empty() {
             return None;
         }
-        q.remove(0).ok()
+        q.packets.remove(0).ok()
     }
 }
 
@@ -408,7 +440,7 @@ fn execute(
                 let Some(rq) = rings.recv.as_ref() else {
                     return Outcome::Failed(NakCode::RemoteOperationalError);
                 };
-                let mut buf = [0u8; 16 + 16 * MAX_SGE];
+                let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
                 let max_sge = inner_max_recv_sge(rq.elem_size());
                 let parsed = rq
                     .copy_pending(0, &mut buf)
@@ -465,7 +497,7 @@ fn execute(
                 let Some(rq) = rings.recv.as_ref() else {
                     return Outcome::Failed(NakCode::RemoteOperationalError);
                 };
-                let mut buf = [0u8; 16 + 16 * MAX_SGE];
+                let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
                 let max_sge = inner_max_recv_sge(rq.elem_size());
                 match rq
                     .copy_pending(0, &mut buf)
@@ -549,9 +581,7 @@ fn load<'a>(
 
 /// SGEs a receive slot of `elem_size` bytes holds.
 fn inner_max_recv_sge(elem_size: usize) -> usize {
-    (elem_size.saturating_sub(crate::rdma::rxe_abi::RECV_WQE_HEADER)
-        / crate::rdma::rxe_abi::SGE_SIZE)
-        .min(MAX_SGE)
+    (elem_size.saturating_sub(RECV_WQE_HEADER) / SGE_SIZE).min(MAX_SGE)
 }
 
 /// Completes the receive WQE a request used, if the message ended (or
@@ -751,7 +781,7 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     let QpInner { rings, rc, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
     if sending {
-        let mut buf = [0u8; SEND_WQE_HEADER + 512];
+        let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
         while rc.sq.has_room() && !rc.sq.is_error() && rings.send.pending() > rc.taken {
             let tag = rc.next_tag;
             let parsed = rings.send.copy_pending(rc.taken, &mut buf).and_then(|n| {
@@ -813,7 +843,7 @@ fn send_request(
     rc: &RcState,
     p: &RequestPacket,
 ) -> core::result::Result<(), WcStatus> {
-    let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH).copied() else {
+    let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH) else {
         return Err(WcStatus::LocQpOpErr);
     };
     let opcode = Opcode::new(Transport::Rc, p.operation);
