@@ -66,8 +66,6 @@ pub(crate) struct SroceDevice {
     /// receive path (any context); grows as numbers are handed out.
     #[pin]
     qps: SpinLockIrq<KVVec<Option<Arc<QpShared>>>>,
-    /// Packets for no live queue pair.
-    pub(crate) rx_no_qp: core::sync::atomic::AtomicU64,
     /// Packet I/O state.
     pub(crate) io: DeviceIo,
     /// Received packets by opcode (until queue pairs consume them).
@@ -111,7 +109,6 @@ impl SroceDevice {
             ),
             mrs: Budget::new(limits::MAX_MR),
             qps <- new_spinlock_irq!(KVVec::new(), "sroce::qps"),
-            rx_no_qp: core::sync::atomic::AtomicU64::new(0),
             io: DeviceIo {
                 sockets,
                 counters: IoCounters::new(),

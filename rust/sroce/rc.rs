@@ -39,7 +39,6 @@ use crate::roce::{
     reth::Reth,
     segment::{Mtu, WqeOp},
 };
-use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     new_spinlock_irq, new_work,
     prelude::*,
@@ -69,8 +68,6 @@ pub(crate) struct QpShared {
     /// Received packets; `closed` once the QP is being destroyed.
     #[pin]
     rx: SpinLockIrq<RxQueue>,
-    /// Packets dropped because the queue was full.
-    rx_dropped: AtomicU64,
 }
 
 /// Packets waiting for the work item.
@@ -108,7 +105,6 @@ impl QpShared {
                     },
                     "sroce::qp_rx"
                 ),
-                rx_dropped: AtomicU64::new(0),
             }),
             GFP_KERNEL,
         )
@@ -119,19 +115,24 @@ impl QpShared {
         &self.link
     }
 
-    /// Queues a received packet for the work item and schedules it. Any
-    /// context.
-    pub(crate) fn queue_rx(self: Arc<Self>, pkt: RxPacket) {
+    /// Queues a received packet for the work item and schedules it; false
+    /// if the queue is full (the packet is dropped). Any context.
+    pub(crate) fn queue_rx(self: Arc<Self>, pkt: RxPacket) -> bool {
         let mut q = self.rx.lock();
         if q.closed {
-            return;
+            drop(q);
+            // The QP is going away: freed (as a drop) outside the lock.
+            drop(pkt);
+            return true;
         }
-        if q.packets.push_within_capacity(pkt).is_err() {
-            self.rx_dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        let refused = q.packets.push_within_capacity(pkt).err();
         // Under the lock, so that `close` cannot miss this queueing.
         let _ = workqueue::system().enqueue(self.clone());
         drop(q);
+        // A refused packet is freed outside the IRQ-disabling lock.
+        let queued = refused.is_none();
+        drop(refused);
+        queued
     }
 
     /// Schedules the work item (no-op if it is already queued or the QP is

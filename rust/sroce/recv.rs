@@ -4,7 +4,7 @@
 //! and handed to the queue pair its BTH names.
 
 use super::device::SroceDevice;
-use super::io::RxPacket;
+use super::io::{counters::Counter, RxPacket};
 use crate::rdma::device::Device;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,10 +41,15 @@ pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
         .get(5..8)
         .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
         .and_then(|qpn| dev.data().qp(qpn));
+    let counters = &dev.data().io.counters;
     match qp {
-        Some(qp) => qp.queue_rx(pkt),
+        Some(qp) => {
+            if !qp.queue_rx(pkt) {
+                counters.inc(Counter::RcvdDropQpFull);
+            }
+        }
         None => {
-            dev.data().rx_no_qp.fetch_add(1, Ordering::Relaxed);
+            counters.inc(Counter::RcvdDropNoQp);
             // A drop, freed as one.
             drop(pkt);
         }
