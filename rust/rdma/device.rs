@@ -21,7 +21,7 @@ use super::{
     mr_table::MrTable,
     netdev::NetDevice,
     pd::{self, Pd},
-    qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
+    qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpLink, QpRequest},
     queue,
     srq::{self, Srq, SrqAttrs, SrqRequest},
     stats::{self, StatDesc},
@@ -102,8 +102,15 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         dev: &Device<Self>,
         req: QpRequest<'_, Self>,
     ) -> Result<(impl PinInit<Self::Qp, Error>, QpCreated)>;
-    /// A queue pair is going away.
+    /// A queue pair is going away. Deferred work may still hold the QP's
+    /// link; the rdma layer revokes it right after this returns.
     fn destroy_qp(_qp: &Qp<Self>) {}
+    /// The link through which the driver's deferred work reaches the QP
+    /// (see [`QpLink`]).
+    fn qp_link(qp: &Self::Qp) -> &QpLink<Self>;
+    /// The send doorbell of a user QP: work requests were written to its
+    /// send queue ring.
+    fn post_send(qp: &Qp<Self>) -> Result;
     /// Applies attribute changes the core's state rules allow.
     fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result;
     /// The current attributes.
@@ -285,8 +292,9 @@ impl<T: Driver> NewDevice<T> {
             (*ib).phys_port_cnt = PORT;
             (*ib).local_dma_lkey = 0;
             // Write commands the core only forwards to drivers that opt in.
-            (*ib).uverbs_cmd_mask |=
-                1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
+            (*ib).uverbs_cmd_mask |= (1u64
+                << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ)
+                | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND);
         }
         // INVARIANT: fields initialised and ops installed above.
         Ok(Self(dev))
@@ -510,6 +518,7 @@ impl<T: Driver> VTable<T> {
             destroy_qp: Some(qp::destroy::<T>),
             modify_qp: Some(qp::modify::<T>),
             query_qp: Some(qp::query::<T>),
+            post_send: Some(qp::post_send::<T>),
             size_ib_qp: Qp::<T>::SIZE,
             create_srq: Some(srq::create::<T>),
             destroy_srq: Some(srq::destroy::<T>),

@@ -33,4 +33,5 @@ pub(crate) mod ucontext;
 pub(crate) mod udata;
 pub(crate) mod umem;
 pub(crate) mod wc;
+pub(crate) mod work;
 pub(crate) mod wqe;

@@ -121,14 +121,15 @@ impl<T: Driver> Mr<T> {
 }
 
 /// What the data path does with an MR it looked up.
-#[expect(dead_code, reason = "the data path (QPs) is not merged yet")]
 impl<T: Driver> Mr<T> {
     /// The first address of the region.
+    #[expect(dead_code, reason = "for memory windows and debugfs")]
     pub(crate) fn iova(&self) -> u64 {
         self.iova
     }
 
     /// The region's length in bytes.
+    #[expect(dead_code, reason = "for memory windows and debugfs")]
     pub(crate) fn length(&self) -> u64 {
         self.length
     }
@@ -139,6 +140,7 @@ impl<T: Driver> Mr<T> {
     }
 
     /// The driver's data.
+    #[expect(dead_code, reason = "for memory windows and debugfs")]
     pub(crate) fn data(&self) -> &T::Mr {
         &self.data
     }

@@ -172,14 +172,15 @@ impl<T: Driver> PinnedDrop for MrTable<T> {
 }
 
 /// The data path's way to its MRs.
-#[expect(dead_code, reason = "the data path (QPs) is not merged yet")]
 impl<T: Driver> Device<T> {
     /// The MR with local key `lkey`.
+    #[expect(dead_code, reason = "the data path checks keys with check_mr_access")]
     pub(crate) fn mr_by_lkey(&self, lkey: u32) -> Option<MrRef<T>> {
         self.mrs().get(lkey)
     }
 
     /// The MR with remote key `rkey`.
+    #[expect(dead_code, reason = "the data path checks keys with check_mr_access")]
     pub(crate) fn mr_by_rkey(&self, rkey: u32) -> Option<MrRef<T>> {
         self.mrs().get(rkey)
     }

@@ -9,10 +9,12 @@ use super::{
     cq::Cq,
     device::{device_from_raw, Device, Driver, PORT},
     object::core_object,
+    pd::Pd,
     ucontext::UContext,
     udata::UData,
 };
-use kernel::{error::from_result, prelude::*};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{error::from_result, new_mutex, prelude::*, sync::Mutex};
 
 core_object!(
     /// A queue pair with the driver's per-QP state.
@@ -39,6 +41,67 @@ impl<T: Driver> Qp<T> {
     pub(crate) fn recv_cq(&self) -> &Cq<T> {
         // SAFETY: as for `send_cq`.
         unsafe { Cq::<T>::from_raw((*self.core_ptr()).recv_cq) }
+    }
+
+    /// The QP's protection domain.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: the core sets `pd` at creation and holds the PD (its use
+        // count) until the QP is destroyed.
+        unsafe { Pd::<T>::from_raw((*self.core_ptr()).pd) }
+    }
+}
+
+/// The way deferred work (a work item, a timer) of the driver reaches its
+/// QP: valid from the end of `create_qp` until `destroy_qp`, which revokes
+/// it before the QP's memory goes.
+///
+/// The driver keeps the link in its per-QP state and names it in
+/// [`Driver::qp_link`]; this layer attaches and revokes it, so a link can
+/// only ever point at its own, live QP.
+///
+/// # Invariants
+///
+/// When `qp` holds a pointer, it is the `ib_qp` of a live `Qp<T>` whose
+/// driver data names this link; `destroy` sets it to `None` (under the
+/// lock) before the QP is freed.
+#[pin_data]
+pub(crate) struct QpLink<T: Driver> {
+    #[pin]
+    qp: Mutex<Option<NonNull<bindings::ib_qp>>>,
+    _p: PhantomData<T>,
+}
+
+// SAFETY: the pointer is only dereferenced under the lock while the QP is
+// live (type invariant), and `Qp<T>` is usable from any thread.
+unsafe impl<T: Driver> Send for QpLink<T> {}
+// SAFETY: as above.
+unsafe impl<T: Driver> Sync for QpLink<T> {}
+
+impl<T: Driver> QpLink<T> {
+    /// A link to no QP yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            qp <- new_mutex!(None, "sroce::qp_link"),
+            _p: PhantomData,
+        })
+    }
+
+    /// Runs `f` on the QP unless it was destroyed; the QP's destruction
+    /// waits until `f` returns. Process context.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
+        let guard = self.qp.lock();
+        let p = (*guard)?;
+        // SAFETY: the pointer is a live QP while the lock is held (type
+        // invariant).
+        Some(f(unsafe { Qp::<T>::from_raw(p.as_ptr()) }))
+    }
+
+    fn attach(&self, qp: *mut bindings::ib_qp) {
+        *self.qp.lock() = NonNull::new(qp);
+    }
+
+    fn revoke(&self) {
+        *self.qp.lock() = None;
     }
 }
 
@@ -286,6 +349,10 @@ pub(super) unsafe extern "C" fn create<T: Driver>(
         let (data, created) = T::create_qp(dev, req)?;
         // SAFETY: a fresh object of `Qp<T>::SIZE` bytes.
         unsafe { Qp::<T>::init_pinned(qp, data)? };
+        // SAFETY: initialised just above.
+        let this = unsafe { Qp::<T>::from_raw(qp) };
+        // INVARIANT (of `QpLink`): `destroy` revokes it before the QP goes.
+        T::qp_link(this.data()).attach(qp);
         created.caps.write_to(&mut init.cap);
         // SAFETY: the QP number is the driver's to set before returning.
         unsafe { (*qp).qp_num = created.qpn };
@@ -303,7 +370,10 @@ pub(super) unsafe extern "C" fn destroy<T: Driver>(
     _udata: *mut bindings::ib_udata,
 ) -> kernel::ffi::c_int {
     // SAFETY: live and initialised (function contract).
-    T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
+    let this = unsafe { Qp::<T>::from_raw(qp) };
+    T::destroy_qp(this);
+    // Waits for deferred work that is using the QP right now.
+    T::qp_link(this.data()).revoke();
     // SAFETY: initialised by `create` and not used again.
     unsafe { Qp::<T>::drop_data(qp) };
     0
@@ -454,4 +524,31 @@ pub(super) unsafe extern "C" fn query<T: Driver>(
         init.srq = (*qp).srq;
     }
     0
+}
+
+/// `ib_device_ops.post_send`. Processes post through the send queue ring
+/// and then ring this doorbell (`IB_USER_VERBS_CMD_POST_SEND` with no work
+/// requests, as rxe's userspace does); kernel work request lists are not
+/// supported.
+///
+/// # Safety
+///
+/// Called by the core for a live QP; `wr` is NULL or a valid list and
+/// `bad_wr` a valid out-pointer.
+pub(super) unsafe extern "C" fn post_send<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad_wr: *mut *const bindings::ib_send_wr,
+) -> kernel::ffi::c_int {
+    if !wr.is_null() {
+        // SAFETY: a valid out-pointer (function contract).
+        unsafe { *bad_wr = wr };
+        return EINVAL.to_errno();
+    }
+    // SAFETY: live and initialised (function contract).
+    let this = unsafe { Qp::<T>::from_raw(qp) };
+    from_result(|| {
+        T::post_send(this)?;
+        Ok(0)
+    })
 }

@@ -360,6 +360,27 @@ impl UserProducerQueue {
         Ok(n)
     }
 
+    /// Copies the `nth` pending entry (0 = the oldest) into `out`, at most
+    /// one slot; returns the bytes copied. Entries stay in the ring, owned
+    /// by the kernel, until [`Self::retire`].
+    pub(crate) fn copy_pending(&self, nth: u32, out: &mut [u8]) -> Result<usize> {
+        if nth >= self.pending() {
+            return Err(ENOENT);
+        }
+        let mem = self.ring.mem();
+        let n = out.len().min(1 << mem.log2_elem);
+        // SAFETY: the slot is inside the buffer (the index is masked) and
+        // `n` bytes fit both sides.
+        unsafe {
+            bindings::sroce_memcpy_shared(
+                out.as_mut_ptr().cast(),
+                mem.slot(self.consumer.wrapping_add(nth)).cast(),
+                n,
+            )
+        };
+        Ok(n)
+    }
+
     /// Hands the oldest pending entry's slot back to the process.
     pub(crate) fn retire(&mut self) {
         if self.pending() == 0 {

@@ -8,14 +8,55 @@ use core::mem::size_of;
 use kernel::transmute::{AsBytes, FromBytes};
 
 /// Completion status (`enum ib_wc_status`; userspace's `ibv_wc_status`
-/// has the same values). The data path adds the error statuses it reports.
+/// has the same values).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u32)]
 pub(crate) enum WcStatus {
     /// Done.
     Success = bindings::ib_wc_status_IB_WC_SUCCESS,
+    /// Local length error (receive buffer too small).
+    LocLenErr = bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+    /// Local QP operation error.
+    LocQpOpErr = bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+    /// Local protection error (bad lkey, range or right).
+    LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
     /// Flushed: the QP went to the error state before it was processed.
     WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+    /// Bad response.
+    BadRespErr = bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
+    /// Remote invalid request.
+    RemInvReqErr = bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+    /// Remote access error.
+    RemAccessErr = bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+    /// Remote operational error.
+    RemOpErr = bindings::ib_wc_status_IB_WC_REM_OP_ERR,
+    /// Transport retries exhausted.
+    RetryExcErr = bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+    /// RNR retries exhausted.
+    RnrRetryExcErr = bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+    /// Any other failure.
+    GeneralErr = bindings::ib_wc_status_IB_WC_GENERAL_ERR,
+}
+
+impl WcStatus {
+    /// The status with `ib_wc_status` value `code`; values sroce does not
+    /// report are [`WcStatus::GeneralErr`].
+    pub(crate) fn from_code(code: u32) -> Self {
+        match code {
+            bindings::ib_wc_status_IB_WC_SUCCESS => Self::Success,
+            bindings::ib_wc_status_IB_WC_LOC_LEN_ERR => Self::LocLenErr,
+            bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR => Self::LocQpOpErr,
+            bindings::ib_wc_status_IB_WC_LOC_PROT_ERR => Self::LocProtErr,
+            bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR => Self::WrFlushErr,
+            bindings::ib_wc_status_IB_WC_BAD_RESP_ERR => Self::BadRespErr,
+            bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR => Self::RemInvReqErr,
+            bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR => Self::RemAccessErr,
+            bindings::ib_wc_status_IB_WC_REM_OP_ERR => Self::RemOpErr,
+            bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR => Self::RetryExcErr,
+            bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR => Self::RnrRetryExcErr,
+            _ => Self::GeneralErr,
+        }
+    }
 }
 
 /// What completed (`enum ib_uverbs_wc_opcode`, plus the receive values).
@@ -36,6 +77,8 @@ pub(crate) enum WcOpcode {
     LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
     /// A receive.
     Recv = bindings::ib_wc_opcode_IB_WC_RECV,
+    /// A receive consumed by an RDMA WRITE with immediate.
+    RecvRdmaWithImm = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
 }
 
 /// A work completion to post to a completion queue.

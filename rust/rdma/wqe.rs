@@ -1,18 +1,181 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Work queue entries as userspace writes them into the rings (rxe's
-//! `struct rxe_send_wqe` / `struct rxe_recv_wqe`).
+//! `struct rxe_send_wqe` / `struct rxe_recv_wqe`), turned into checked Rust
+//! values.
 //!
 //! The kernel never acts on ring memory directly: a WQE is first copied into
-//! a kernel buffer (the process can change its ring at any time), then read
-//! from the copy here.
+//! a kernel buffer (the process can change its ring at any time), then
+//! parsed here, bounded by the limits the queue was created with.
 
-use super::{bindings, wc::WcOpcode};
-use core::mem::size_of;
+use super::{
+    bindings,
+    rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+    wc::WcOpcode,
+};
+use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
+
+/// Scatter/gather entries a WQE can carry at most (the device's `max_sge`).
+pub(crate) const MAX_SGE: usize = 32;
 
 /// Bytes of a WQE needed to read its identifier and operation.
 pub(crate) const WQE_ID_LEN: usize = size_of::<bindings::rxe_send_wr>();
+
+/// One scatter/gather entry: a piece of a registered memory region.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct Sge {
+    /// Virtual address (iova) in the region.
+    pub(crate) addr: u64,
+    /// Bytes.
+    pub(crate) length: u32,
+    /// Local key of the region.
+    pub(crate) lkey: u32,
+}
+
+/// The scatter/gather list of a WQE (fixed capacity, no allocation).
+#[derive(Clone, Copy)]
+pub(crate) struct SgeList {
+    entries: [Sge; MAX_SGE],
+    len: usize,
+}
+
+impl SgeList {
+    /// The entries.
+    pub(crate) fn as_slice(&self) -> &[Sge] {
+        self.entries.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Total bytes, or `None` if it overflows 32 bits (a malformed WQE).
+    pub(crate) fn total_len(&self) -> Option<u32> {
+        self.as_slice()
+            .iter()
+            .try_fold(0u32, |acc, s| acc.checked_add(s.length))
+    }
+}
+
+/// What a send WQE asks for (`IB_UVERBS_WR_*`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SendOp {
+    /// RDMA WRITE.
+    Write,
+    /// RDMA WRITE with immediate data.
+    WriteWithImm,
+    /// SEND.
+    Send,
+    /// SEND with immediate data.
+    SendWithImm,
+    /// SEND that invalidates a remote key.
+    SendWithInv,
+    /// RDMA READ.
+    Read,
+    /// Atomic compare-and-swap.
+    CompareSwap,
+    /// Atomic fetch-and-add.
+    FetchAdd,
+    /// Local invalidate.
+    LocalInv,
+}
+
+impl SendOp {
+    fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE => Self::Write,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE_WITH_IMM => Self::WriteWithImm,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_SEND => Self::Send,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_SEND_WITH_IMM => Self::SendWithImm,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_SEND_WITH_INV => Self::SendWithInv,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_READ => Self::Read,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_CMP_AND_SWP => Self::CompareSwap,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD => Self::FetchAdd,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV => Self::LocalInv,
+            _ => return None,
+        })
+    }
+
+    /// The completion opcode of the operation.
+    pub(crate) fn completion(self) -> WcOpcode {
+        match self {
+            Self::Write | Self::WriteWithImm => WcOpcode::RdmaWrite,
+            Self::Send | Self::SendWithImm | Self::SendWithInv => WcOpcode::Send,
+            Self::Read => WcOpcode::RdmaRead,
+            Self::CompareSwap => WcOpcode::CompSwap,
+            Self::FetchAdd => WcOpcode::FetchAdd,
+            Self::LocalInv => WcOpcode::LocalInv,
+        }
+    }
+}
+
+/// Send flags (`IB_SEND_*`).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct SendFlags {
+    /// Wait for prior RDMA READ/atomic to complete first.
+    pub(crate) fence: bool,
+    /// Generate a completion even without signal-all.
+    pub(crate) signaled: bool,
+    /// Set the solicited-event bit.
+    pub(crate) solicited: bool,
+    /// The data is inline in the WQE.
+    pub(crate) inline: bool,
+}
+
+/// Where the data of a send WQE comes from.
+// Both variants are bounded (32 SGEs, 256 inline bytes); a WQE copy lives in
+// the QP's in-flight table, not on hot stacks, so no boxing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy)]
+pub(crate) enum SendData {
+    /// Registered memory.
+    Sges(SgeList),
+    /// Bytes copied into the WQE (`len` bytes of `bytes`).
+    Inline {
+        /// The bytes (only the first `len` are meaningful).
+        bytes: [u8; 256],
+        /// Valid bytes.
+        len: usize,
+    },
+}
+
+/// The operation-specific part of a send WQE.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct RemoteTarget {
+    /// Remote virtual address (RDMA/atomic).
+    pub(crate) remote_addr: u64,
+    /// Remote key (RDMA/atomic).
+    pub(crate) rkey: u32,
+    /// Compare value (CAS) or addend (FAA).
+    pub(crate) compare_add: u64,
+    /// Swap value (CAS).
+    pub(crate) swap: u64,
+}
+
+/// A parsed send work queue entry.
+#[derive(Clone, Copy)]
+pub(crate) struct SendWqe {
+    /// The caller's identifier, returned in the completion.
+    pub(crate) wr_id: u64,
+    /// Operation.
+    pub(crate) op: SendOp,
+    /// Flags.
+    pub(crate) flags: SendFlags,
+    /// Immediate data (network order, as given) or the rkey to invalidate.
+    pub(crate) imm_or_inv: u32,
+    /// RDMA/atomic target.
+    pub(crate) remote: RemoteTarget,
+    /// Local data.
+    pub(crate) data: SendData,
+    /// Total bytes of local data.
+    pub(crate) length: u32,
+}
+
+/// A parsed receive work queue entry.
+#[derive(Clone, Copy)]
+pub(crate) struct RecvWqe {
+    /// The caller's identifier, returned in the completion.
+    pub(crate) wr_id: u64,
+    /// Where received data goes.
+    pub(crate) sges: SgeList,
+}
 
 /// Reads a plain-old-data value at `offset` of `buf`.
 fn read_at<T: Copy>(buf: &[u8], offset: usize) -> Result<T> {
@@ -24,35 +187,130 @@ fn read_at<T: Copy>(buf: &[u8], offset: usize) -> Result<T> {
     Ok(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
-/// A send work queue entry, as far as completing it unexecuted needs.
-pub(crate) struct SendWqe;
+/// Parses `num` scatter/gather entries starting at `offset`, at most `max`.
+fn parse_sges(buf: &[u8], offset: usize, num: u32, max: usize) -> Result<SgeList> {
+    let num = num as usize;
+    if num > max.min(MAX_SGE) {
+        return Err(EINVAL);
+    }
+    let mut list = SgeList {
+        entries: [Sge::default(); MAX_SGE],
+        len: num,
+    };
+    for (i, e) in list.entries.iter_mut().take(num).enumerate() {
+        let raw: bindings::rxe_sge = read_at(buf, offset + i * SGE_SIZE)?;
+        *e = Sge {
+            addr: raw.addr,
+            length: raw.length,
+            lkey: raw.lkey,
+        };
+    }
+    Ok(list)
+}
+
+const SEND_DMA: usize = offset_of!(bindings::rxe_send_wqe, dma);
+const DMA_LENGTH: usize = offset_of!(bindings::rxe_dma_info, length);
+const DMA_NUM_SGE: usize = offset_of!(bindings::rxe_dma_info, num_sge);
+const DMA_DATA: usize = size_of::<bindings::rxe_dma_info>();
 
 impl SendWqe {
-    /// The identifier and the completion opcode of a send WQE; an opcode
-    /// sroce does not know completes as a send.
+    /// The identifier and the completion opcode of a send WQE, read from a
+    /// copy that may not parse (flushing needs no more); an opcode sroce
+    /// does not know completes as a send.
     pub(crate) fn id_and_completion(buf: &[u8]) -> Result<(u64, WcOpcode)> {
         let wr: bindings::rxe_send_wr = read_at(buf, 0)?;
-        let opcode = match wr.opcode {
-            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE
-            | bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE_WITH_IMM => WcOpcode::RdmaWrite,
-            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_READ => WcOpcode::RdmaRead,
-            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_CMP_AND_SWP => WcOpcode::CompSwap,
-            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
-            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV => WcOpcode::LocalInv,
-            _ => WcOpcode::Send,
+        let opcode = match SendOp::from_raw(wr.opcode) {
+            Some(op) => op.completion(),
+            None => WcOpcode::Send,
         };
         Ok((wr.wr_id, opcode))
     }
+
+    /// Parses a kernel copy of a send queue slot. `max_sge` and
+    /// `max_inline` are the QP's granted limits.
+    pub(crate) fn parse(buf: &[u8], max_sge: usize, max_inline: usize) -> Result<Self> {
+        let wr: bindings::rxe_send_wr = read_at(buf, 0)?;
+        let op = SendOp::from_raw(wr.opcode).ok_or(EINVAL)?;
+        // Userspace uses the same flag values as the kernel (`IBV_SEND_*`).
+        let f = wr.send_flags;
+        let flags = SendFlags {
+            fence: f & (bindings::ib_send_flags_IB_SEND_FENCE as u32) != 0,
+            signaled: f & (bindings::ib_send_flags_IB_SEND_SIGNALED as u32) != 0,
+            solicited: f & (bindings::ib_send_flags_IB_SEND_SOLICITED as u32) != 0,
+            inline: f & (bindings::ib_send_flags_IB_SEND_INLINE as u32) != 0,
+        };
+        let length: u32 = read_at(buf, SEND_DMA + DMA_LENGTH)?;
+        let num_sge: u32 = read_at(buf, SEND_DMA + DMA_NUM_SGE)?;
+        let data_at = SEND_DMA + DMA_DATA;
+        let data = if flags.inline {
+            let len = length as usize;
+            if len > max_inline || len > 256 {
+                return Err(EINVAL);
+            }
+            let src = buf.get(data_at..data_at + len).ok_or(EINVAL)?;
+            let mut bytes = [0u8; 256];
+            bytes[..len].copy_from_slice(src);
+            SendData::Inline { bytes, len }
+        } else {
+            let sges = parse_sges(buf, data_at, num_sge, max_sge)?;
+            if sges.total_len() != Some(length) {
+                return Err(EINVAL);
+            }
+            SendData::Sges(sges)
+        };
+        // SAFETY: every union member is plain integers; the opcode says which
+        // one is meaningful, and reading another is still defined.
+        let remote = unsafe {
+            match op {
+                SendOp::CompareSwap | SendOp::FetchAdd => RemoteTarget {
+                    remote_addr: wr.wr.atomic.remote_addr,
+                    rkey: wr.wr.atomic.rkey,
+                    compare_add: wr.wr.atomic.compare_add,
+                    swap: wr.wr.atomic.swap,
+                },
+                SendOp::Write | SendOp::WriteWithImm | SendOp::Read => RemoteTarget {
+                    remote_addr: wr.wr.rdma.remote_addr,
+                    rkey: wr.wr.rdma.rkey,
+                    ..RemoteTarget::default()
+                },
+                _ => RemoteTarget::default(),
+            }
+        };
+        // SAFETY: both union members are a 32-bit integer.
+        let imm_or_inv = unsafe { wr.ex.invalidate_rkey };
+        Ok(Self {
+            wr_id: wr.wr_id,
+            op,
+            flags,
+            imm_or_inv,
+            remote,
+            data,
+            length,
+        })
+    }
 }
 
-/// A receive work queue entry, as far as completing it unexecuted needs.
-pub(crate) struct RecvWqe;
+const RECV_DMA: usize = offset_of!(bindings::rxe_recv_wqe, dma);
 
 impl RecvWqe {
     /// The identifier of a receive WQE.
     pub(crate) fn id(buf: &[u8]) -> Result<u64> {
         read_at(buf, 0)
     }
+
+    /// Parses a kernel copy of a receive queue slot; `max_sge` is the
+    /// queue's granted limit.
+    pub(crate) fn parse(buf: &[u8], max_sge: usize) -> Result<Self> {
+        let wr_id: u64 = read_at(buf, 0)?;
+        let num_sge: u32 = read_at(buf, RECV_DMA + DMA_NUM_SGE)?;
+        let sges = parse_sges(buf, RECV_DMA + DMA_DATA, num_sge, max_sge)?;
+        sges.total_len().ok_or(EINVAL)?;
+        Ok(Self { wr_id, sges })
+    }
 }
 
-const _: () = assert!(WQE_ID_LEN >= size_of::<u64>());
+const _: () = {
+    assert!(WQE_ID_LEN >= size_of::<u64>());
+    assert!(SEND_DMA + DMA_DATA == SEND_WQE_HEADER);
+    assert!(RECV_DMA + DMA_DATA == RECV_WQE_HEADER);
+};

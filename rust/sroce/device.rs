@@ -11,6 +11,7 @@ use super::{
     limits,
     mr::{self, SroceMemoryRegion},
     qp,
+    rc::QpShared,
     recv::OpcodeCounts,
     srq,
 };
@@ -22,7 +23,7 @@ use crate::rdma::{
     device::{Device, Driver},
     mr::MrRequest,
     pd::Pd,
-    qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpRequest},
+    qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpLink, QpRequest},
     srq::{Srq, SrqAttrs, SrqRequest},
     stats::StatDesc,
     ucontext::UContext,
@@ -31,9 +32,9 @@ use crate::rdma::{
 use kernel::{
     debugfs::Scope,
     id_pool::IdPool,
-    new_mutex,
+    new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLockIrq},
 };
 
 /// `RDMA_DRIVER_RXE`: rdma-core picks its `rxe` provider library by this id,
@@ -61,6 +62,10 @@ pub(crate) struct SroceDevice {
     ah_nums: Mutex<IdPool>,
     /// Memory regions in use, against `max_mr`.
     pub(super) mrs: Budget,
+    /// Live queue pairs by number (index `qpn - QPN_BASE`), for the
+    /// receive path (any context); grows as numbers are handed out.
+    #[pin]
+    qps: SpinLockIrq<KVVec<Option<Arc<QpShared>>>>,
     /// Packet I/O state.
     pub(crate) io: DeviceIo,
     /// Received packets by opcode (until queue pairs consume them).
@@ -103,6 +108,7 @@ impl SroceDevice {
                 "sroce::ah_nums"
             ),
             mrs: Budget::new(limits::MAX_MR),
+            qps <- new_spinlock_irq!(KVVec::new(), "sroce::qps"),
             io: DeviceIo {
                 sockets,
                 counters: IoCounters::new(),
@@ -150,6 +156,55 @@ impl SroceDevice {
     /// Returns an address handle number.
     pub(crate) fn free_ah_num(&self, num: u32) {
         self.ah_nums.lock().release_id(num as usize);
+    }
+
+    /// Makes a QP findable by the receive path. Process context: a larger
+    /// table is allocated outside the lock.
+    pub(crate) fn insert_qp(&self, qpn: u32, qp: Arc<QpShared>) -> Result {
+        let i = qpn.checked_sub(limits::QPN_BASE).ok_or(EINVAL)? as usize;
+        loop {
+            let len = {
+                let mut t = self.qps.lock();
+                if let Some(slot) = t.get_mut(i) {
+                    *slot = Some(qp);
+                    return Ok(());
+                }
+                t.len()
+            };
+            let new_len = (i + 1).next_power_of_two().max(64);
+            let mut bigger = KVVec::with_capacity(new_len, GFP_KERNEL)?;
+            let old = {
+                let mut t = self.qps.lock();
+                if t.len() != len {
+                    // Grown meanwhile: try again.
+                    continue;
+                }
+                for e in t.iter_mut() {
+                    // Capacity is reserved: no allocation under the lock.
+                    let _ = bigger.push_within_capacity(e.take());
+                }
+                while bigger.push_within_capacity(None).is_ok() {}
+                core::mem::replace(&mut *t, bigger)
+            };
+            // Freed outside the lock (only empty slots are left in it).
+            drop(old);
+        }
+    }
+
+    /// Makes a QP unfindable.
+    pub(crate) fn remove_qp(&self, qpn: u32) {
+        let Some(i) = qpn.checked_sub(limits::QPN_BASE) else {
+            return;
+        };
+        let old = self.qps.lock().get_mut(i as usize).and_then(Option::take);
+        // The reference is dropped outside the lock.
+        drop(old);
+    }
+
+    /// The QP with number `qpn`, if it lives. Any context.
+    pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        let i = qpn.checked_sub(limits::QPN_BASE)?;
+        self.qps.lock().get(i as usize)?.clone()
     }
 }
 
@@ -255,6 +310,14 @@ impl Driver for SroceDevice {
 
     fn destroy_qp(qp: &Qp<Self>) {
         qp::destroy(qp)
+    }
+
+    fn qp_link(qp: &qp::SroceQp) -> &QpLink<Self> {
+        qp.link()
+    }
+
+    fn post_send(qp: &Qp<Self>) -> Result {
+        qp::post_send(qp)
     }
 
     fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result {

@@ -15,5 +15,6 @@ pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod qp;
+pub(crate) mod rc;
 pub(crate) mod recv;
 pub(crate) mod srq;

@@ -4,17 +4,26 @@
 //! and the state machine (transitions are checked by the RDMA core's table
 //! in the `rdma` layer; value ranges here).
 
-use super::{cq, device::SroceDevice, limits};
+use super::{
+    cq,
+    device::SroceDevice,
+    limits,
+    rc::{self, QpShared, RcState},
+};
 use crate::rdma::{
     attr::IbMtu,
     device::{Device, PORT},
-    qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpRequest, QpState, QpType},
+    qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpLink, QpRequest, QpState, QpType},
     queue::UserProducerQueue,
     rxe_abi::{CreateQpResp, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     wc::{Completion, WcOpcode},
     wqe::{RecvWqe, SendWqe, WQE_ID_LEN},
 };
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex, MutexGuard},
+};
 
 /// PSNs are 24 bits.
 const PSN_MASK: u32 = 0x00ff_ffff;
@@ -22,10 +31,10 @@ const PSN_MASK: u32 = 0x00ff_ffff;
 const QP_ACCESS_MASK: u32 = 0xf;
 
 /// The rings a process shares with a queue pair.
-struct Rings {
-    send: UserProducerQueue,
+pub(crate) struct Rings {
+    pub(crate) send: UserProducerQueue,
     /// `None` when receives come from a shared receive queue.
-    recv: Option<UserProducerQueue>,
+    pub(crate) recv: Option<UserProducerQueue>,
 }
 
 impl Rings {
@@ -38,11 +47,13 @@ impl Rings {
     }
 }
 
-/// The mutable part of a queue pair, behind one lock: attributes change
-/// and queues are flushed together.
-struct QpInner {
-    attrs: QpAttrs,
-    rings: Rings,
+/// The mutable part of a queue pair, behind one lock: attributes change,
+/// queues are flushed and the data path runs under it.
+pub(crate) struct QpInner {
+    pub(crate) attrs: QpAttrs,
+    pub(crate) rings: Rings,
+    /// The RC connection and its engines, from RTR until error or reset.
+    pub(crate) rc: Option<KBox<RcState>>,
 }
 
 /// sroce's state of one queue pair.
@@ -51,6 +62,31 @@ pub(crate) struct SroceQp {
     qpn: u32,
     #[pin]
     inner: Mutex<QpInner>,
+    /// What the receive path and the work item share; in the device's QP
+    /// table while the QP exists.
+    shared: Arc<QpShared>,
+}
+
+impl SroceQp {
+    /// The QP number.
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The shared state.
+    pub(crate) fn shared(&self) -> &Arc<QpShared> {
+        &self.shared
+    }
+
+    /// The link the rdma layer attaches.
+    pub(crate) fn link(&self) -> &QpLink<SroceDevice> {
+        self.shared.link()
+    }
+
+    /// Locks the QP's state.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, QpInner> {
+        self.inner.lock()
+    }
 }
 
 /// Bytes of a send WQE slot that holds `sge` entries or `inline` bytes.
@@ -118,12 +154,16 @@ pub(crate) fn create(
         (Some(q), mi)
     };
 
+    let shared = QpShared::new()?;
     let qpn = dev.data().alloc_qpn()?;
     let resp = CreateQpResp {
         rq_mi: rq_mi.into(),
         sq_mi: sq_mi.into(),
     };
-    if let Err(e) = udata.write(&resp) {
+    if let Err(e) = udata
+        .write(&resp)
+        .and_then(|()| dev.data().insert_qp(qpn, shared.clone()))
+    {
         dev.data().free_qpn(qpn);
         return Err(e);
     }
@@ -141,16 +181,45 @@ pub(crate) fn create(
                 QpInner {
                     attrs,
                     rings: Rings { send, recv },
+                    rc: None,
                 },
                 "sroce::qp"
             ),
+            shared,
         }),
         QpCreated { qpn, caps },
     ))
 }
 
 pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
-    qp.device().data().free_qpn(qp.data().qpn);
+    let dev = qp.device();
+    // No packet reaches the QP from here on; queued work finds its link
+    // revoked once this returns.
+    dev.data().remove_qp(qp.data().qpn);
+    qp.data().shared.close();
+    qp.data().inner.lock().rc = None;
+    dev.data().free_qpn(qp.data().qpn);
+}
+
+/// The send doorbell: runs the requester if the QP may send.
+pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
+    let mut inner = qp.data().inner.lock();
+    if inner.attrs.qp_type != Some(QpType::Rc) {
+        // UD sends arrive with the UD data path.
+        return Err(EOPNOTSUPP);
+    }
+    match inner.attrs.state {
+        QpState::Reset | QpState::Init | QpState::Rtr => return Err(EINVAL),
+        QpState::Err => {
+            // Work posted in the error state completes flushed.
+            flush(qp, &mut inner.rings);
+            return Ok(());
+        }
+        _ => {}
+    }
+    drop(inner);
+    qp.data().shared.schedule();
+    Ok(())
 }
 
 /// Checks value ranges the state table does not cover.
@@ -182,9 +251,12 @@ fn check_change(dev: &Device<SroceDevice>, c: &QpAttrChange) -> Result {
 
 pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
     check_change(qp.device(), c)?;
-    let mut inner = qp.data().inner.lock();
-    let QpInner { attrs: a, rings } = &mut *inner;
+    let mut guard = qp.data().inner.lock();
+    let inner = &mut *guard;
+    let a = &mut inner.attrs;
     let entering_error = c.state == Some(QpState::Err) && a.state != QpState::Err;
+    let entering_rtr = c.state == Some(QpState::Rtr) && a.state != QpState::Rtr;
+    let entering_rts = c.state == Some(QpState::Rts) && a.state != QpState::Rts;
     if let Some(s) = c.state {
         a.state = s;
     }
@@ -213,10 +285,32 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
     if let Some(p) = c.sq_psn {
         a.sq_psn = p & PSN_MASK;
     }
-    if entering_error {
-        flush(qp, rings);
+    if entering_rtr && a.qp_type == Some(QpType::Rc) {
+        let state = RcState::new(qp.data().qpn, a);
+        match state {
+            Ok(s) => inner.rc = Some(s),
+            Err(e) => {
+                // The attributes are applied but the QP cannot connect:
+                // leave it in the error state, as a failed transition
+                // would in hardware.
+                inner.attrs.state = QpState::Err;
+                rc::enter_error(qp, inner);
+                return Err(e);
+            }
+        }
     }
+    let a = &mut inner.attrs;
+    if entering_rts {
+        if let Some(s) = inner.rc.as_mut() {
+            s.ready_to_send(a);
+        }
+    }
+    if entering_error {
+        rc::enter_error(qp, inner);
+    }
+    let a = &mut inner.attrs;
     if a.state == QpState::Reset {
+        inner.rc = None;
         // A reset QP forgets its connection.
         let keep = (a.caps, a.qp_type, a.signal_all);
         *a = QpAttrs {
@@ -242,7 +336,7 @@ pub(crate) fn attrs(qp: &Qp<SroceDevice>) -> QpAttrs {
 /// a QP entering the error state must (IBTA 10.3.1): sends on the send CQ,
 /// receives on the receive CQ. Receives posted to a shared receive queue
 /// belong to the SRQ and stay.
-fn flush(qp: &Qp<SroceDevice>, rings: &mut Rings) {
+pub(crate) fn flush(qp: &Qp<SroceDevice>, rings: &mut Rings) {
     let qpn = qp.data().qpn;
     let mut buf = [0u8; WQE_ID_LEN];
     while let Ok(n) = rings.send.copy_oldest(&mut buf) {

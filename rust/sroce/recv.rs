@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What sroce does with a received, checked packet. There are no queue
-//! pairs yet: it counts packets by BTH opcode and drops them.
+//! What sroce does with a received, checked packet: counted by BTH opcode
+//! and handed to the queue pair its BTH names.
 
 use super::device::SroceDevice;
-use super::io::RxPacket;
+use super::io::{counters::Counter, RxPacket};
 use crate::rdma::device::Device;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,13 +29,29 @@ impl OpcodeCounts {
     }
 }
 
-/// The transport engines' entry point for received packets. Softirq
-/// context.
+/// The transport engines' entry point for received packets: queued for
+/// the destination QP's work item. Softirq context.
 pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
     // A checked packet has at least a BTH, whose first byte is the opcode.
     if let Some(&opcode) = pkt.head().first() {
         dev.data().rx_opcodes.inc(opcode);
     }
-    // No queue pair to deliver to yet: a drop, freed as one.
-    drop(pkt);
+    let qp = pkt
+        .head()
+        .get(5..8)
+        .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
+        .and_then(|qpn| dev.data().qp(qpn));
+    let counters = &dev.data().io.counters;
+    match qp {
+        Some(qp) => {
+            if !qp.queue_rx(pkt) {
+                counters.inc(Counter::RcvdDropQpFull);
+            }
+        }
+        None => {
+            counters.inc(Counter::RcvdDropNoQp);
+            // A drop, freed as one.
+            drop(pkt);
+        }
+    }
 }

@@ -36,10 +36,14 @@ pub(crate) enum Counter {
     RcvdDropMalformed,
     /// Packets dropped: no memory to make the headers linear.
     RcvdDropNomem,
+    /// Packets dropped: no queue pair has the BTH's destination QPN.
+    RcvdDropNoQp,
+    /// Packets dropped: the queue pair's receive queue was full.
+    RcvdDropQpFull,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdDropNomem as usize + 1;
+const COUNT: usize = Counter::RcvdDropQpFull as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -54,6 +58,8 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"rcvd_drop_short"),
     StatDesc::new(c"rcvd_drop_malformed"),
     StatDesc::new(c"rcvd_drop_nomem"),
+    StatDesc::new(c"rcvd_drop_no_qp"),
+    StatDesc::new(c"rcvd_drop_qp_full"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

@@ -43,19 +43,20 @@ impl RxPacket {
     }
 
     /// The sender's IP address.
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
     pub(crate) fn src(&self) -> IpAddr {
         self.src
     }
 
     /// The IP address it was sent to (one of ours).
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
     pub(crate) fn dst(&self) -> IpAddr {
         self.dst
     }
 
     /// The UDP source port the sender chose.
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    #[expect(
+        dead_code,
+        reason = "for sessions (per-flow receive) and zero-copy receive"
+    )]
     pub(crate) fn src_port(&self) -> u16 {
         self.src_port
     }
@@ -66,7 +67,10 @@ impl RxPacket {
     }
 
     /// Whether there are no transport bytes (never, once checked).
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    #[expect(
+        dead_code,
+        reason = "for sessions (per-flow receive) and zero-copy receive"
+    )]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -81,7 +85,6 @@ impl RxPacket {
 
     /// Copies transport bytes from `offset` into `buf` (from the linear
     /// part or page fragments). `EINVAL` if the range passes the end.
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
     pub(crate) fn copy_to(&self, offset: usize, buf: &mut [u8]) -> Result {
         let end = offset.checked_add(buf.len()).ok_or(EINVAL)?;
         if end > self.len {
@@ -91,13 +94,15 @@ impl RxPacket {
     }
 
     /// Frees the packet as consumed (it was used, not dropped).
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
     pub(crate) fn consume(self) {
         self.skb.consume();
     }
 
     /// The buffer itself, data at the UDP header, for keeping.
-    #[expect(dead_code, reason = "for the transport engines (queue pairs)")]
+    #[expect(
+        dead_code,
+        reason = "for sessions (per-flow receive) and zero-copy receive"
+    )]
     pub(crate) fn into_skb(self) -> SkBuff {
         self.skb
     }
