@@ -162,22 +162,6 @@ impl QpShared {
     }
 }
 
-/// The rdma-core rule for the UDP source port of a RoCEv2 QP
-/// (`rdma_get_udp_sport()`): the flow label, or one computed from both
-/// QPNs, folded into 14 bits above 0xC000.
-pub(crate) fn udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
-    let fl = if flow_label != 0 {
-        flow_label
-    } else {
-        let mut v = u64::from(lqpn) * u64::from(rqpn);
-        v ^= v >> 20;
-        v ^= v >> 40;
-        (v & 0xF_FFFF) as u32
-    };
-    let low = (fl & 0x3FFF) ^ ((fl & 0xF_C000) >> 14);
-    (low | 0xC000) as u16
-}
-
 /// The IP address of a GID (IPv4-mapped GIDs are IPv4).
 fn gid_ip(gid: &[u8; 16]) -> IpAddr {
     if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
@@ -215,7 +199,13 @@ impl RcState {
         let flow = io::Flow {
             src: gid_ip(&av.sgid),
             dst: gid_ip(&av.dgid),
-            src_port: udp_sport(av.flow_label, qpn, a.dest_qpn),
+            // A one-session group: the port every RoCEv2 stack (rxe, the
+            // kernel's `rdma_get_udp_sport()`) would use.
+            src_port: crate::roce::session::port_range::roce_v2_sport(
+                av.flow_label,
+                qpn,
+                a.dest_qpn,
+            ),
             tclass: av.traffic_class,
             hop_limit: av.hop_limit,
         };
