@@ -43,7 +43,7 @@ use kernel::{
     new_spinlock_irq, new_work,
     prelude::*,
     sync::{Arc, SpinLockIrq},
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Work, WorkItem},
 };
 
 /// Send work requests the requester engine holds at once (taken from the
@@ -127,7 +127,7 @@ impl QpShared {
         }
         let refused = q.packets.push_within_capacity(pkt).err();
         // Under the lock, so that `close` cannot miss this queueing.
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
         drop(q);
         // A refused packet is freed outside the IRQ-disabling lock.
         let queued = refused.is_none();
@@ -140,7 +140,7 @@ impl QpShared {
     pub(crate) fn schedule(self: &Arc<Self>) {
         let q = self.rx.lock();
         if !q.closed {
-            let _ = workqueue::system().enqueue(self.clone());
+            let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
         }
         drop(q);
     }
