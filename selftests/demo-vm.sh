@@ -23,6 +23,13 @@ show ip netns exec h2 rdma link show
 show ibv_devinfo -d sroce1
 printf '\n$ ibv_devinfo -v -d sroce1 | grep GID\n'
 ibv_devinfo -v -d sroce1 | grep GID
+g1=$(gid_index sroce1 10.77.1.1)
+g2=$(gid_index sroce2 10.77.1.2)
+printf '\n$ ibv_rc_pingpong between the hosts (server on sroce1 in h1, client on sroce2 in h2)\n'
+run_pair h1 "ibv_rc_pingpong -d sroce1 -g $g1 -n 10 -s 4096 -c" \
+	h2 "ibv_rc_pingpong -d sroce2 -g $g2 -n 10 -s 4096 -c 10.77.1.1"
+show cat /sys/class/infiniband/sroce1/ports/1/hw_counters/sent_pkts /sys/class/infiniband/sroce1/ports/1/hw_counters/rcvd_pkts
+
 show ip -n h1 link set v1 down
 show ip netns exec h1 rdma link show sroce1/1
 show ip -n h1 link set v1 up
