@@ -10,6 +10,7 @@
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <linux/vmalloc.h>
+#include <net/genetlink.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>

@@ -14,6 +14,7 @@
 #include <linux/scatterlist.h>
 #include <linux/xarray.h>
 #include <linux/skbuff.h>
+#include <net/genetlink.h>
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
 
@@ -61,5 +62,24 @@ void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto);
 void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
 struct dst_entry *sroce_dst_clone(struct dst_entry *dst);
 struct net_device *sroce_dst_dev(const struct dst_entry *dst);
+
+/* Generic netlink (rust/net/genl.rs). */
+struct sk_buff *sroce_genlmsg_new_default(void);
+void *sroce_genlmsg_put_reply(struct sk_buff *skb, struct genl_info *info,
+			      u8 cmd);
+void *sroce_genlmsg_put_dump(struct sk_buff *skb, struct netlink_callback *cb,
+			     u8 cmd);
+void sroce_genlmsg_end(struct sk_buff *skb, void *hdr);
+void sroce_genlmsg_cancel(struct sk_buff *skb, void *hdr);
+int sroce_genlmsg_reply(struct sk_buff *skb, struct genl_info *info);
+void sroce_genl_set_err_msg(struct genl_info *info, const struct nlattr *attr,
+			    const char *msg);
+u8 sroce_genl_cmd(const struct genl_info *info);
+u8 sroce_genl_dump_cmd(struct netlink_callback *cb);
+unsigned long *sroce_genl_dump_cursor(struct netlink_callback *cb);
+const void *sroce_nla_data(const struct nlattr *nla);
+int sroce_nla_len(const struct nlattr *nla);
+unsigned int sroce_skb_len(const struct sk_buff *skb);
+const char *sroce_ib_device_name(const struct ib_device *ibdev);
 
 #endif

@@ -199,3 +199,90 @@ struct net_device *sroce_dst_dev(const struct dst_entry *dst)
 {
 	return dst_dev(dst);
 }
+
+struct sk_buff *sroce_genlmsg_new_default(void)
+{
+	return genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+}
+
+void *sroce_genlmsg_put_reply(struct sk_buff *skb, struct genl_info *info,
+			      u8 cmd)
+{
+	return genlmsg_put_reply(skb, info, info->family, 0, cmd);
+}
+
+void *sroce_genlmsg_put_dump(struct sk_buff *skb, struct netlink_callback *cb,
+			     u8 cmd)
+{
+	const struct genl_info *info = genl_info_dump(cb);
+
+	return genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			   info->family, NLM_F_MULTI, cmd);
+}
+
+void sroce_genlmsg_end(struct sk_buff *skb, void *hdr)
+{
+	genlmsg_end(skb, hdr);
+}
+
+void sroce_genlmsg_cancel(struct sk_buff *skb, void *hdr)
+{
+	genlmsg_cancel(skb, hdr);
+}
+
+int sroce_genlmsg_reply(struct sk_buff *skb, struct genl_info *info)
+{
+	return genlmsg_reply(skb, info);
+}
+
+/*
+ * NL_SET_ERR_MSG{,_ATTR}() for a message that is not a literal: msg must
+ * live as long as the module (extack keeps the pointer until the reply).
+ */
+void sroce_genl_set_err_msg(struct genl_info *info, const struct nlattr *attr,
+			    const char *msg)
+{
+	struct netlink_ext_ack *extack = info->extack;
+
+	if (!extack)
+		return;
+	do_trace_netlink_extack(msg);
+	extack->_msg = msg;
+	if (attr)
+		NL_SET_BAD_ATTR(extack, attr);
+}
+
+u8 sroce_genl_cmd(const struct genl_info *info)
+{
+	return info->genlhdr->cmd;
+}
+
+u8 sroce_genl_dump_cmd(struct netlink_callback *cb)
+{
+	return genl_info_dump(cb)->genlhdr->cmd;
+}
+
+unsigned long *sroce_genl_dump_cursor(struct netlink_callback *cb)
+{
+	return (unsigned long *)&cb->args[0];
+}
+
+const void *sroce_nla_data(const struct nlattr *nla)
+{
+	return nla_data(nla);
+}
+
+int sroce_nla_len(const struct nlattr *nla)
+{
+	return nla_len(nla);
+}
+
+unsigned int sroce_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+const char *sroce_ib_device_name(const struct ib_device *ibdev)
+{
+	return dev_name(&ibdev->dev);
+}

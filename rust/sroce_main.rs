@@ -18,7 +18,7 @@ pub mod roce;
 
 use core::sync::atomic::AtomicU32;
 use kernel::{debugfs::Dir, prelude::*, sync::Arc};
-use net::netns::PernetRegistration;
+use net::{genl::FamilyRegistration, netns::PernetRegistration};
 use rdma::{device::Registry, link::LinkRegistration, notifier::NetdevNotifier};
 use sroce::{io::sockets::SocketTable, link::SroceDriver};
 
@@ -36,6 +36,7 @@ struct SroceModule {
     link: Option<LinkRegistration<SroceDriver>>,
     notifier: Option<NetdevNotifier<SroceDriver>>,
     pernet: Option<PernetRegistration<SocketTable>>,
+    genl: Option<FamilyRegistration<SroceDriver>>,
 }
 
 impl kernel::Module for SroceModule {
@@ -57,19 +58,24 @@ impl kernel::Module for SroceModule {
         // remove it when its net device goes away.
         let notifier = NetdevNotifier::new(driver.clone())?;
         let link = LinkRegistration::new(driver.clone())?;
+        // The control interface (generic netlink family "sroce").
+        let genl = FamilyRegistration::new(driver.clone(), module)?;
         pr_info!("loaded\n");
         Ok(Self {
             driver,
             link: Some(link),
             notifier: Some(notifier),
             pernet: Some(pernet),
+            genl: Some(genl),
         })
     }
 }
 
 impl Drop for SroceModule {
     fn drop(&mut self) {
-        // No new devices, then none left, then stop watching net devices.
+        // No control requests (they look devices up), then no new
+        // devices, then none left, then stop watching net devices.
+        drop(self.genl.take());
         drop(self.link.take());
         self.driver.registry.unregister_all();
         drop(self.notifier.take());

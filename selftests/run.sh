@@ -77,6 +77,11 @@ for src in "$here"/progs/*.c; do
 		summary_fail "setup: cannot build $src"
 done
 
+# The control tool (tools/sroce-cli), built on the host like the programs.
+(cd "$repo" && cargo build --locked -q -p sroce --bin sroce) ||
+	summary_fail "setup: cannot build the sroce tool (cargo build -p sroce)"
+cp "${CARGO_TARGET_DIR:-$repo/target}/debug/sroce" "$bin/sroce" || summary_fail "setup: no sroce tool binary"
+
 guest_script=$here/vm-main.sh
 ((demo)) && guest_script=$here/demo-vm.sh
 ((bench)) && guest_script=$here/bench-vm.sh

@@ -18,6 +18,7 @@
 
 pub(crate) mod addr;
 pub(crate) mod crc32;
+pub(crate) mod genl;
 pub(crate) mod netns;
 pub(crate) mod route;
 pub(crate) mod skb;

@@ -16,6 +16,7 @@ pub(crate) mod av;
 pub(crate) mod bindings;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod devname;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod mr_memory;

@@ -6,6 +6,7 @@ use super::{
     ah,
     budget::Budget,
     cq,
+    ctl::SessionDefaults,
     debugfs::DevDebug,
     io::{counters, counters::IoCounters, sockets::NsSockets},
     limits,
@@ -75,6 +76,9 @@ pub(crate) struct SroceDevice {
     /// The device's debugfs directory.
     #[pin]
     debug: Scope<DevDebug>,
+    /// Session defaults for new queue pairs (generic netlink `DEV_SET`).
+    #[pin]
+    pub(crate) sessions: Mutex<SessionDefaults>,
 }
 
 /// A device's packet I/O state.
@@ -116,6 +120,7 @@ impl SroceDevice {
             rx_opcodes,
             id,
             debug <- debug,
+            sessions <- new_mutex!(SessionDefaults::DEFAULT, "sroce::sessions"),
         })
     }
 }

@@ -6,6 +6,7 @@
 pub(crate) mod ah;
 pub(crate) mod budget;
 pub(crate) mod cq;
+pub(crate) mod ctl;
 pub(crate) mod debugfs;
 pub(crate) mod device;
 pub(crate) mod events;

@@ -24,6 +24,7 @@
 //! faster path is handled exactly like a loss on one path (sequence NAK,
 //! go-back-N). See `docs/sessions.md` for the design.
 
+pub mod ctl;
 pub mod group;
 pub mod health;
 pub mod port_range;

@@ -1,0 +1,336 @@
+//! `sroce`: shows and changes the settings of sroce devices over the
+//! module's generic netlink family `sroce`.
+//!
+//! ```text
+//! sroce dev show [DEV]
+//! sroce dev set DEV [group-size N] [policy hash|round-robin|least-outstanding|failover]
+//!                   [ports MIN-MAX]
+//! ```
+//!
+//! The settings are each device's session defaults for new queue pairs;
+//! the kernel validates them (the tool only parses syntax).
+
+mod nl;
+mod sock;
+
+use sock::{Error, Socket};
+use sroce_proto::roce::session::{ctl as abi, Policy};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: sroce dev show [DEV]
+       sroce dev set DEV [group-size N] [policy POLICY] [ports MIN-MAX]
+POLICY := hash | round-robin | least-outstanding | failover";
+
+/// A device as `DEV_GET` reports it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct DevInfo {
+    name: String,
+    ifindex: u32,
+    group_size: u8,
+    policy: Option<Policy>,
+    policy_raw: u8,
+    port_min: u16,
+    port_max: u16,
+}
+
+impl DevInfo {
+    fn parse(payload: &[u8]) -> Result<Self, nl::DecodeError> {
+        let mut d = DevInfo::default();
+        for a in nl::attrs(nl::genl(payload)?.attrs) {
+            let a = a?;
+            match a.ty {
+                abi::ATTR_DEV_NAME => d.name = a.str()?.to_owned(),
+                abi::ATTR_IFINDEX => d.ifindex = a.u32()?,
+                abi::ATTR_GROUP_SIZE => d.group_size = a.u8()?,
+                abi::ATTR_POLICY => {
+                    d.policy_raw = a.u8()?;
+                    d.policy = abi::policy_from_u8(d.policy_raw);
+                }
+                abi::ATTR_PORT_MIN => d.port_min = a.u16()?,
+                abi::ATTR_PORT_MAX => d.port_max = a.u16()?,
+                _ => {}
+            }
+        }
+        Ok(d)
+    }
+
+    fn line(&self) -> String {
+        let policy = match self.policy {
+            Some(p) => abi::policy_name(p).to_owned(),
+            None => format!("unknown({})", self.policy_raw),
+        };
+        format!(
+            "{}: ifindex {} group-size {} policy {} ports {}-{}",
+            self.name, self.ifindex, self.group_size, policy, self.port_min, self.port_max
+        )
+    }
+}
+
+/// A parsed `dev set`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SetArgs {
+    dev: String,
+    group_size: Option<u8>,
+    policy: Option<Policy>,
+    ports: Option<(u16, u16)>,
+}
+
+fn parse_set(args: &[&str]) -> Result<SetArgs, String> {
+    let (dev, mut rest) = match args {
+        [dev, rest @ ..] => (*dev, rest),
+        [] => return Err("dev set: device name missing".into()),
+    };
+    let mut s = SetArgs {
+        dev: dev.to_owned(),
+        ..SetArgs::default()
+    };
+    while let [key, tail @ ..] = rest {
+        let Some((value, tail)) = tail.split_first() else {
+            return Err(format!("dev set: '{key}' needs a value"));
+        };
+        match *key {
+            "group-size" => {
+                let n = value.parse().map_err(|_| {
+                    format!("dev set: group-size '{value}' is not a number 0..=255")
+                })?;
+                s.group_size = Some(n);
+            }
+            "policy" => {
+                let p = abi::policy_from_name(value).ok_or_else(|| {
+                    format!(
+                        "dev set: unknown policy '{value}' (hash, round-robin, least-outstanding, failover)"
+                    )
+                })?;
+                s.policy = Some(p);
+            }
+            "ports" => {
+                let bad = || format!("dev set: ports '{value}' is not MIN-MAX (UDP ports)");
+                let (a, b) = value.split_once('-').ok_or_else(bad)?;
+                s.ports = Some((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
+            }
+            other => return Err(format!("dev set: unknown setting '{other}'")),
+        }
+        rest = tail;
+    }
+    if s.group_size.is_none() && s.policy.is_none() && s.ports.is_none() {
+        return Err("dev set: nothing to set".into());
+    }
+    Ok(s)
+}
+
+fn errno_name(e: i32) -> &'static str {
+    match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ENODEV => "ENODEV",
+        libc::EINVAL => "EINVAL",
+        libc::ERANGE => "ERANGE",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::ENOMEM => "ENOMEM",
+        _ => "",
+    }
+}
+
+/// One line describing a failed request.
+fn describe(what: &str, e: &Error) -> String {
+    match e {
+        Error::Io(e) => format!("{what}: {e}"),
+        Error::Decode(e) => format!("{what}: bad reply from the kernel: {e}"),
+        Error::Kernel(k) => {
+            let text = std::io::Error::from_raw_os_error(k.errno).to_string();
+            // "Operation not permitted (os error 1)" -> "Operation not permitted"
+            let text = text.split(" (os error").next().unwrap_or(&text).to_owned();
+            let name = errno_name(k.errno);
+            let mut s = if name.is_empty() {
+                format!("{what}: {text}")
+            } else {
+                format!("{what}: {text} ({name})")
+            };
+            if let Some(m) = &k.msg {
+                s.push_str(": ");
+                s.push_str(m);
+            }
+            if k.errno == libc::EPERM && k.msg.is_none() {
+                s.push_str(": needs CAP_NET_ADMIN");
+            }
+            s
+        }
+    }
+}
+
+fn connect() -> Result<(Socket, u16), String> {
+    let mut sock =
+        Socket::open().map_err(|e| format!("cannot open a generic netlink socket: {e}"))?;
+    match sock.family_id(abi::FAMILY_NAME) {
+        Ok(id) => Ok((sock, id)),
+        Err(Error::Kernel(k)) if k.errno == libc::ENOENT => Err(format!(
+            "generic netlink family '{}' not found (is the sroce module loaded?)",
+            abi::FAMILY_NAME
+        )),
+        Err(e) => Err(describe("resolving the sroce family", &e)),
+    }
+}
+
+fn dev_show(dev: Option<&str>) -> Result<(), String> {
+    let (mut sock, fam) = connect()?;
+    let what = match dev {
+        Some(d) => format!("dev show {d}"),
+        None => "dev show".to_owned(),
+    };
+    let replies = sock
+        .request(
+            fam,
+            abi::FAMILY_VERSION,
+            abi::CMD_DEV_GET,
+            dev.is_none(),
+            |b| {
+                if let Some(d) = dev {
+                    b.str(abi::ATTR_DEV_NAME, d)?;
+                }
+                Ok(())
+            },
+        )
+        .map_err(|e| describe(&what, &e))?;
+    for r in replies {
+        let d =
+            DevInfo::parse(&r).map_err(|e| format!("{what}: bad reply from the kernel: {e}"))?;
+        println!("{}", d.line());
+    }
+    Ok(())
+}
+
+fn dev_set(s: &SetArgs) -> Result<(), String> {
+    let (mut sock, fam) = connect()?;
+    sock.request(fam, abi::FAMILY_VERSION, abi::CMD_DEV_SET, false, |b| {
+        b.str(abi::ATTR_DEV_NAME, &s.dev)?;
+        if let Some(n) = s.group_size {
+            b.u8(abi::ATTR_GROUP_SIZE, n);
+        }
+        if let Some(p) = s.policy {
+            b.u8(abi::ATTR_POLICY, abi::policy_to_u8(p));
+        }
+        if let Some((lo, hi)) = s.ports {
+            b.u16(abi::ATTR_PORT_MIN, lo).u16(abi::ATTR_PORT_MAX, hi);
+        }
+        Ok(())
+    })
+    .map(drop)
+    .map_err(|e| describe(&format!("dev set {}", s.dev), &e))
+}
+
+fn run(args: &[&str]) -> Result<(), String> {
+    match args {
+        ["dev", "show"] | ["dev"] => dev_show(None),
+        ["dev", "show", dev] => dev_show(Some(dev)),
+        ["dev", "set", rest @ ..] => dev_set(&parse_set(rest)?),
+        ["help" | "-h" | "--help"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("bad arguments\n{USAGE}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sroce: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_arguments() {
+        let s = parse_set(&[
+            "sroce1",
+            "group-size",
+            "8",
+            "policy",
+            "failover",
+            "ports",
+            "62000-62999",
+        ])
+        .unwrap();
+        assert_eq!(
+            s,
+            SetArgs {
+                dev: "sroce1".into(),
+                group_size: Some(8),
+                policy: Some(Policy::Failover),
+                ports: Some((62000, 62999)),
+            }
+        );
+        // Range checks are the kernel's: 0 and 65 parse.
+        assert_eq!(
+            parse_set(&["d", "group-size", "0"]).unwrap().group_size,
+            Some(0)
+        );
+        assert_eq!(
+            parse_set(&["d", "ports", "9-1"]).unwrap().ports,
+            Some((9, 1))
+        );
+        for bad in [
+            &[][..],
+            &["d"],
+            &["d", "group-size"],
+            &["d", "group-size", "256"],
+            &["d", "policy", "random"],
+            &["d", "ports", "1"],
+            &["d", "ports", "1-70000"],
+            &["d", "colour", "red"],
+        ] {
+            assert!(parse_set(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn device_reply() {
+        let mut b = nl::MsgBuilder::new(30, 0, 1, abi::CMD_DEV_GET, 1);
+        b.str(abi::ATTR_DEV_NAME, "sroce1").unwrap();
+        b.attr(abi::ATTR_IFINDEX, &7u32.to_ne_bytes()).unwrap();
+        b.u8(abi::ATTR_GROUP_SIZE, 4)
+            .u8(abi::ATTR_POLICY, 2)
+            .u16(abi::ATTR_PORT_MIN, 61000)
+            .u16(abi::ATTR_PORT_MAX, 65535)
+            .u8(99, 0); // unknown attributes are skipped
+        let m = b.finish();
+        let d = DevInfo::parse(&m[nl::NLMSG_HDRLEN..]).unwrap();
+        assert_eq!(
+            d.line(),
+            "sroce1: ifindex 7 group-size 4 policy least-outstanding ports 61000-65535"
+        );
+        let mut b = nl::MsgBuilder::new(30, 0, 1, abi::CMD_DEV_GET, 1);
+        b.u16(abi::ATTR_GROUP_SIZE, 4);
+        let m = b.finish();
+        assert!(DevInfo::parse(&m[nl::NLMSG_HDRLEN..]).is_err());
+    }
+
+    #[test]
+    fn error_text() {
+        let e = Error::Kernel(nl::NlError {
+            errno: libc::ERANGE,
+            msg: Some("port range: need 0 < PORT_MIN <= PORT_MAX".into()),
+        });
+        assert_eq!(
+            describe("dev set sroce1", &e),
+            "dev set sroce1: Numerical result out of range (ERANGE): port range: need 0 < PORT_MIN <= PORT_MAX"
+        );
+        let e = Error::Kernel(nl::NlError {
+            errno: libc::EPERM,
+            msg: None,
+        });
+        assert_eq!(
+            describe("dev set x", &e),
+            "dev set x: Operation not permitted (EPERM): needs CAP_NET_ADMIN"
+        );
+    }
+}
