@@ -308,39 +308,54 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
     }
 }
 
-/// Copies `data` into the receive/local buffer `sges` at message byte
-/// `offset`, checking each piece under `pd` with `right`.
-fn scatter(
-    dev: &Device<SroceDevice>,
-    qp: &Qp<SroceDevice>,
+/// Walks the pieces of the local buffer `sges` that hold `len` message bytes
+/// from message byte `offset`: calls `f(lkey, addr, at, n)` for `n` bytes at
+/// `addr` that are message bytes `at..at + n` of the walk. `LocLenErr` if
+/// the buffer ends first.
+fn for_each_piece(
     sges: &[Sge],
     mut offset: u32,
-    mut data: &[u8],
-    right: Access,
+    len: usize,
+    mut f: impl FnMut(u32, u64, usize, usize) -> core::result::Result<(), WcStatus>,
 ) -> core::result::Result<(), WcStatus> {
+    let mut done = 0;
     for s in sges {
-        if data.is_empty() {
+        if done == len {
             break;
         }
         if offset >= s.length {
             offset -= s.length;
             continue;
         }
-        let n = ((s.length - offset) as usize).min(data.len());
-        let addr = s.addr.wrapping_add(u64::from(offset));
-        let mr = dev
-            .check_mr_access(s.lkey, qp.pd(), addr, n as u64, right)
-            .map_err(|_| WcStatus::LocProtErr)?;
-        mr.copy_to(addr, &data[..n])
-            .map_err(|_| WcStatus::LocProtErr)?;
-        data = &data[n..];
+        let n = ((s.length - offset) as usize).min(len - done);
+        f(s.lkey, s.addr.wrapping_add(u64::from(offset)), done, n)?;
+        done += n;
         offset = 0;
     }
-    if data.is_empty() {
+    if done == len {
         Ok(())
     } else {
         Err(WcStatus::LocLenErr)
     }
+}
+
+/// Writes `data` into the local buffer `sges` at message byte `offset`,
+/// checking each piece under the QP's PD with `right`.
+fn scatter(
+    dev: &Device<SroceDevice>,
+    qp: &Qp<SroceDevice>,
+    sges: &[Sge],
+    offset: u32,
+    data: &[u8],
+    right: Access,
+) -> core::result::Result<(), WcStatus> {
+    for_each_piece(sges, offset, data.len(), |lkey, addr, at, n| {
+        let mr = dev
+            .check_mr_access(lkey, qp.pd(), addr, n as u64, right)
+            .map_err(|_| WcStatus::LocProtErr)?;
+        let piece = data.get(at..at + n).ok_or(WcStatus::LocLenErr)?;
+        mr.copy_to(addr, piece).map_err(|_| WcStatus::LocProtErr)
+    })
 }
 
 /// Fills `out` from the local buffer `sges` at message byte `offset`.
@@ -348,32 +363,17 @@ fn gather(
     dev: &Device<SroceDevice>,
     qp: &Qp<SroceDevice>,
     sges: &[Sge],
-    mut offset: u32,
-    mut out: &mut [u8],
+    offset: u32,
+    out: &mut [u8],
 ) -> core::result::Result<(), WcStatus> {
-    for s in sges {
-        if out.is_empty() {
-            break;
-        }
-        if offset >= s.length {
-            offset -= s.length;
-            continue;
-        }
-        let n = ((s.length - offset) as usize).min(out.len());
-        let addr = s.addr.wrapping_add(u64::from(offset));
+    let len = out.len();
+    for_each_piece(sges, offset, len, |lkey, addr, at, n| {
         let mr = dev
-            .check_mr_access(s.lkey, qp.pd(), addr, n as u64, Access::NONE)
+            .check_mr_access(lkey, qp.pd(), addr, n as u64, Access::NONE)
             .map_err(|_| WcStatus::LocProtErr)?;
-        let (now, rest) = out.split_at_mut(n);
-        mr.copy_from(addr, now).map_err(|_| WcStatus::LocProtErr)?;
-        out = rest;
-        offset = 0;
-    }
-    if out.is_empty() {
-        Ok(())
-    } else {
-        Err(WcStatus::LocLenErr)
-    }
+        let piece = out.get_mut(at..at + n).ok_or(WcStatus::LocLenErr)?;
+        mr.copy_from(addr, piece).map_err(|_| WcStatus::LocProtErr)
+    })
 }
 
 fn on_request(
