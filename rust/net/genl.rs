@@ -12,11 +12,8 @@
 //! family is not `parallel_ops`).
 
 use super::bindings;
-use core::{
-    marker::PhantomData,
-    ptr::NonNull,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use crate::rdma::context_slot::ContextSlot;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
 /// How the core validates one attribute type.
@@ -269,7 +266,7 @@ impl Dump<'_> {
 
 /// The context of the one [`FamilyRegistration`] (the callbacks carry no
 /// context argument). Set while the registration exists.
-static CONTEXT: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+static CONTEXT: ContextSlot = ContextSlot::new();
 
 /// The C structures of a registered family, which must not move.
 struct Tables {
@@ -389,29 +386,16 @@ impl<F: Family> FamilyRegistration<F> {
             GFP_KERNEL,
         )?;
 
-        let raw = Arc::into_raw(ctx).cast_mut().cast::<core::ffi::c_void>();
-        if CONTEXT
-            .compare_exchange(
-                core::ptr::null_mut(),
-                raw,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
-            // SAFETY: `raw` came from `Arc::into_raw` above and was not stored.
-            drop(unsafe { Arc::<F>::from_raw(raw.cast::<F>()) });
-            return Err(EBUSY);
-        }
+        CONTEXT.install(ctx)?;
         // SAFETY: the tables are pinned on the heap and outlive the
         // registration (dropped after `genl_unregister_family`).
         let r = kernel::error::to_result(unsafe {
             bindings::genl_register_family(tables.family.get())
         });
         if let Err(e) = r {
-            let raw = CONTEXT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-            // SAFETY: the pointer stored above, taken back once.
-            drop(unsafe { Arc::<F>::from_raw(raw.cast::<F>()) });
+            // SAFETY: installed above as `F`; registration failed, so no
+            // operation borrows it.
+            unsafe { CONTEXT.release::<F>() };
             return Err(e);
         }
         Ok(Self {
@@ -421,12 +405,11 @@ impl<F: Family> FamilyRegistration<F> {
     }
 
     fn context<'a>() -> Option<&'a F> {
-        let raw = CONTEXT.load(Ordering::Acquire);
-        // SAFETY: the context is released only after
+        // SAFETY: installed as `F`; it is released only after
         // `genl_unregister_family`, which waits for running operations
         // (they hold `genl_mutex`), and a dump in progress holds a module
         // reference, so the context outlives every callback.
-        (!raw.is_null()).then(|| unsafe { &*raw.cast::<F>() })
+        unsafe { CONTEXT.get::<F>() }
     }
 
     /// # Safety
@@ -494,10 +477,7 @@ impl<F: Family> Drop for FamilyRegistration<F> {
         // SAFETY: registered in `new` (type invariant); waits for running
         // operations and keeps new ones from starting.
         unsafe { bindings::genl_unregister_family(self.tables.family.get()) };
-        let raw = CONTEXT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !raw.is_null() {
-            // SAFETY: the pointer stored by `new` (type invariant).
-            drop(unsafe { Arc::<F>::from_raw(raw.cast::<F>()) });
-        }
+        // SAFETY: installed by `new` as `F`; no operation runs any more.
+        unsafe { CONTEXT.release::<F>() };
     }
 }

@@ -8,11 +8,9 @@
 //! callback at the latest; [`PernetRegistration`] delivers it.
 
 use super::bindings;
+use crate::rdma::context_slot::ContextSlot;
 use crate::rdma::netdev::NetDevice;
-use core::{
-    marker::PhantomData,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use core::marker::PhantomData;
 use kernel::{prelude::*, sync::Arc, types::Opaque};
 
 /// A network namespace, borrowed from something that keeps it alive (a
@@ -75,7 +73,7 @@ pub(crate) trait NetnsExit: Send + Sync + 'static {
 
 /// The context of the one [`PernetRegistration`] (pernet callbacks carry
 /// no context argument). Set while the registration exists.
-static CONTEXT: AtomicPtr<kernel::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+static CONTEXT: ContextSlot = ContextSlot::new();
 
 /// A registered pernet subsystem; unregistered on drop.
 ///
@@ -97,22 +95,7 @@ unsafe impl<H: NetnsExit> Sync for PernetRegistration<H> {}
 impl<H: NetnsExit> PernetRegistration<H> {
     /// Registers `handler`; at most one registration may exist at a time.
     pub(crate) fn new(handler: Arc<H>) -> Result<Self> {
-        let raw = Arc::into_raw(handler)
-            .cast_mut()
-            .cast::<kernel::ffi::c_void>();
-        if CONTEXT
-            .compare_exchange(
-                core::ptr::null_mut(),
-                raw,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
-            // SAFETY: `raw` came from `Arc::into_raw` above and was not stored.
-            drop(unsafe { Arc::<H>::from_raw(raw.cast::<H>()) });
-            return Err(EBUSY);
-        }
+        CONTEXT.install(handler)?;
         let ops = bindings::pernet_operations {
             exit: Some(Self::exit_callback),
             ..Default::default()
@@ -139,26 +122,22 @@ impl<H: NetnsExit> PernetRegistration<H> {
     }
 
     fn release_context() {
-        let raw = CONTEXT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !raw.is_null() {
-            // SAFETY: the pointer `new` stored, taken back exactly once; no
-            // callback can run any more (not or no longer registered).
-            drop(unsafe { Arc::<H>::from_raw(raw.cast::<H>()) });
-        }
+        // SAFETY: installed by `new` as `H`; no callback can run any more
+        // (not or no longer registered).
+        unsafe { CONTEXT.release::<H>() };
     }
 
     /// # Safety
     ///
     /// Called by the pernet core with a namespace being dismantled.
     unsafe extern "C" fn exit_callback(net: *mut bindings::net) {
-        let raw = CONTEXT.load(Ordering::Acquire);
-        if raw.is_null() {
+        // SAFETY: installed as `H`; it lives until `unregister_pernet_subsys`
+        // has returned, which waits for running callbacks.
+        let Some(h) = (unsafe { CONTEXT.get::<H>() }) else {
             return;
-        }
-        // SAFETY: the context lives until `unregister_pernet_subsys` has
-        // returned, which waits for running callbacks; `net` is live for
-        // the duration of the call.
-        let (h, net) = unsafe { (&*raw.cast::<H>(), Net::from_raw(net)) };
+        };
+        // SAFETY: `net` is live for the duration of the call.
+        let net = unsafe { Net::from_raw(net) };
         h.exit(net);
     }
 }

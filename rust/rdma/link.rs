@@ -4,11 +4,9 @@
 //!
 //! C header: `include/rdma/rdma_netlink.h`.
 
+use super::context_slot::ContextSlot;
 use super::{bindings, netdev::NetDevice};
-use core::{
-    marker::PhantomData,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use core::marker::PhantomData;
 use kernel::{error::from_result, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
 /// A link type the `rdma` tool can create devices of.
@@ -26,7 +24,7 @@ pub(crate) trait LinkType: Send + Sync + 'static {
 /// The one link type context of this module, read by the `newlink`
 /// trampoline (the C callback has no context argument). Set while a
 /// [`LinkRegistration`] exists, NULL otherwise.
-static CONTEXT: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+static CONTEXT: ContextSlot = ContextSlot::new();
 
 /// A registered link type; unregistered on drop.
 ///
@@ -48,20 +46,7 @@ unsafe impl<L: LinkType> Sync for LinkRegistration<L> {}
 impl<L: LinkType> LinkRegistration<L> {
     /// Registers `L`; at most one link type registration may exist at a time.
     pub(crate) fn new(ctx: Arc<L>) -> Result<Self> {
-        let raw = Arc::into_raw(ctx).cast_mut().cast::<core::ffi::c_void>();
-        if CONTEXT
-            .compare_exchange(
-                core::ptr::null_mut(),
-                raw,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
-            // SAFETY: `raw` came from `Arc::into_raw` above and was not stored.
-            drop(unsafe { Arc::<L>::from_raw(raw.cast::<L>()) });
-            return Err(EBUSY);
-        }
+        CONTEXT.install(ctx)?;
 
         let ops = bindings::rdma_link_ops {
             type_: L::NAME.as_char_ptr(),
@@ -71,9 +56,8 @@ impl<L: LinkType> LinkRegistration<L> {
         let ops = match KBox::pin(Opaque::new(ops), GFP_KERNEL) {
             Ok(ops) => ops,
             Err(e) => {
-                let raw = CONTEXT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-                // SAFETY: `raw` is the pointer stored above, taken back once.
-                drop(unsafe { Arc::<L>::from_raw(raw.cast::<L>()) });
+                // SAFETY: installed above as `L`; nothing borrows it yet.
+                unsafe { CONTEXT.release::<L>() };
                 return Err(e.into());
             }
         };
@@ -94,14 +78,10 @@ impl<L: LinkType> LinkRegistration<L> {
         ndev: *mut bindings::net_device,
     ) -> kernel::ffi::c_int {
         from_result(|| {
-            let raw = CONTEXT.load(Ordering::Acquire);
-            if raw.is_null() {
-                return Err(ENODEV);
-            }
-            // SAFETY: the core calls `newlink` under its link lock, which
-            // `rdma_link_unregister` takes for writing before the context is
-            // released, so the context outlives this call.
-            let ctx = unsafe { &*raw.cast::<L>() };
+            // SAFETY: installed as `L`; the core calls `newlink` under its
+            // link lock, which `rdma_link_unregister` takes for writing
+            // before the context is released, so it outlives this call.
+            let ctx = unsafe { CONTEXT.get::<L>() }.ok_or(ENODEV)?;
             // SAFETY: `name` is a NUL-terminated buffer on the caller's
             // stack; `ndev` is held by the caller for the whole call.
             let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDevice::from_raw(ndev)) };
@@ -116,11 +96,7 @@ impl<L: LinkType> Drop for LinkRegistration<L> {
         // SAFETY: registered in `new` (type invariant); this waits for
         // running `newlink` calls and keeps new ones from starting.
         unsafe { bindings::rdma_link_unregister(self.ops.get()) };
-        let raw = CONTEXT.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !raw.is_null() {
-            // SAFETY: the pointer stored by `new` (type invariant); no
-            // `newlink` can be using it any more.
-            drop(unsafe { Arc::<L>::from_raw(raw.cast::<L>()) });
-        }
+        // SAFETY: installed by `new` as `L`; no `newlink` runs any more.
+        unsafe { CONTEXT.release::<L>() };
     }
 }

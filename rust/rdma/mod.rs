@@ -14,6 +14,7 @@ pub(crate) mod ah;
 pub(crate) mod attr;
 pub(crate) mod av;
 pub(crate) mod bindings;
+pub(crate) mod context_slot;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod devname;
