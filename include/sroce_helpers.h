@@ -60,6 +60,11 @@ struct net_device *sroce_skb_dev(const struct sk_buff *skb);
 void sroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto);
 void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
+struct net_device *sroce_dev_by_addr4(struct net *net, __be32 addr);
+struct nlattr *sroce_nla_nest_start(struct sk_buff *skb, int attrtype);
+void sroce_nla_nest_end(struct sk_buff *skb, struct nlattr *start);
+void sroce_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start);
+struct net_device *sroce_dev_by_addr6(struct net *net, const struct in6_addr *addr);
 struct dst_entry *sroce_dst_clone(struct dst_entry *dst);
 struct net_device *sroce_dst_dev(const struct dst_entry *dst);
 

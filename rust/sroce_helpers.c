@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* See include/sroce_helpers.h. */
 #include <linux/vmalloc.h>
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
 #include <net/dst.h>
 #include "sroce_helpers.h"
 
@@ -285,4 +287,35 @@ unsigned int sroce_skb_len(const struct sk_buff *skb)
 const char *sroce_ib_device_name(const struct ib_device *ibdev)
 {
 	return dev_name(&ibdev->dev);
+}
+
+struct net_device *sroce_dev_by_addr4(struct net *net, __be32 addr)
+{
+	/* Under RCU, without a reference. */
+	return __ip_dev_find(net, addr, false);
+}
+
+struct net_device *sroce_dev_by_addr6(struct net *net, const struct in6_addr *addr)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	/* Under RCU, without a reference. */
+	return ipv6_dev_find(net, addr, NULL);
+#else
+	return NULL;
+#endif
+}
+
+struct nlattr *sroce_nla_nest_start(struct sk_buff *skb, int attrtype)
+{
+	return nla_nest_start_noflag(skb, attrtype);
+}
+
+void sroce_nla_nest_end(struct sk_buff *skb, struct nlattr *start)
+{
+	nla_nest_end(skb, start);
+}
+
+void sroce_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start)
+{
+	nla_nest_cancel(skb, start);
 }

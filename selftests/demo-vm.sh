@@ -39,5 +39,29 @@ show rdma link delete sroce2
 show rmmod sroce
 show ibv_devices
 
+# Sessions: the two hosts again, now joined by two links and a multipath
+# route between service addresses; one RC QP with a two-session group.
+printf '\n# sessions: two links between the hosts (v1-v2, w1-w2), a multipath route\n'
+_del_hosts
+load_sroce
+multipath_hosts
+show ip -n h2 route show 10.77.9.1
+link_devices 10.77.9.1 10.77.9.2
+SROCE=$SROCE_BIN/sroce
+show "$SROCE" dev set sroce1 group-size 2 policy round-robin reorder-guard off
+show "$SROCE" dev set sroce2 group-size 2 policy round-robin reorder-guard off
+show "$SROCE" dev show
+g1=$G1 g2=$G2
+bg_in h1 "$TEST_TMP/s.log" ib_write_bw -d sroce1 -x "$g1" -D 8 -s 65536 -F
+wait_listen h1 "$OOB_PORT"
+bg_in h2 "$TEST_TMP/c.log" ib_write_bw -d sroce2 -x "$g2" -D 8 -s 65536 -F 10.77.9.1
+sleep 4
+show "$SROCE" session show sroce2
+show ip netns exec h2 rdma -dd resource show qp link sroce2/1
+wait "$BG_PID" || true
+tail -n 3 "$TEST_TMP/c.log"
+show ip -n h2 -s link show w2
+show rmmod sroce
+
 touch "$SROCE_RESULTS/demo-ok"
 [[ ${SROCE_VM_REBOOT:-0} == 1 ]] && { sync; echo b >/proc/sysrq-trigger; }

@@ -247,6 +247,26 @@ second_path() {
 	done
 }
 
+# multipath_hosts: two_hosts + second_path, plus a service address
+# 10.77.9.N/32 on vN in hN, reached from the other host over a two-link
+# multipath route (via v and via w) hashed on the 5-tuple (L4 policy), so
+# flows with different UDP source ports may take different links.
+multipath_hosts() {
+	two_hosts
+	second_path
+	local n m k
+	for n in 1 2; do
+		m=$((3 - n))
+		in_ns "h$n" ip addr add "10.77.9.$n/32" dev "v$n"
+		in_ns "h$n" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
+		for k in all default "v$n" "w$n"; do
+			in_ns "h$n" sysctl -qw "net.ipv4.conf.$k.rp_filter=0"
+		done
+		in_ns "h$n" ip route add "10.77.9.$m/32" \
+			nexthop via "10.77.1.$m" dev "v$n" nexthop via "10.77.2.$m" dev "w$n"
+	done
+}
+
 # ping_ok NS ADDR: one ping from NS to ADDR (iputils ping or busybox's).
 ping_ok() {
 	local ns=$1 addr=$2 ping=(ping)
@@ -470,7 +490,7 @@ wait_listen() {
 # $TEST_TMP/server.log and client.log and echoed to the test log. The
 # commands are word-split strings.
 run_pair() {
-	local sns=$1 scmd=$2 cns=$3 ccmd=$4 port=${5:-$OOB_PORT} srv rc=0 src=0
+	local sns=$1 scmd=$2 cns=$3 ccmd=$4 port=${5:-$OOB_PORT} srv rc=0
 	local -a sarr carr
 	read -ra sarr <<<"$scmd"
 	read -ra carr <<<"$ccmd"
@@ -478,8 +498,16 @@ run_pair() {
 	srv=$BG_PID
 	wait_listen "$sns" "$port"
 	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
+	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
+}
+
+# _end_pair SRV_PID CLIENT_RC SRV_NS SRV_CMD CLI_NS CLI_CMD: the common end
+# of run_pair and cm_run_pair: give the server a moment to finish after a
+# good client, stop it, log both outputs, fail on either's error, set
+# CLIENT_OUT.
+_end_pair() {
+	local srv=$1 rc=$2 sns=$3 scmd=$4 cns=$5 ccmd=$6 src=0
 	if ((rc == 0)); then
-		# The server finishes right after the client; give it a moment.
 		local deadline=$((SECONDS + 20))
 		while kill -0 "$srv" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
 	fi
@@ -493,6 +521,21 @@ run_pair() {
 	((src == 0)) || fail "server '$scmd' failed with status $src"
 	# shellcheck disable=SC2034 # for the caller
 	CLIENT_OUT=$(cat "$TEST_TMP/client.log")
+}
+
+# cm_run_pair SRV_NS "SRV_CMD" CLI_NS "CLI_CMD": an rdma_cm server and
+# client (60 s); both must succeed. rdma_cm servers do not listen on TCP:
+# the client starts after a moment instead. Sets CLIENT_OUT.
+cm_run_pair() {
+	local sns=$1 scmd=$2 cns=$3 ccmd=$4 srv rc=0
+	local -a sarr carr
+	read -ra sarr <<<"$scmd"
+	read -ra carr <<<"$ccmd"
+	bg_in "$sns" "$TEST_TMP/server.log" timeout 90 "${sarr[@]}"
+	srv=$BG_PID
+	sleep 2
+	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
+	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
 
 # ------------------------------------------------------------ memory
@@ -516,6 +559,30 @@ one_device_in_h1() {
 	two_hosts
 	add_link h1 "$DEV1" v1
 	wait_port_active "$DEV1"
+}
+
+# two_devices: the provider under test (LINK_TYPE) loaded and unloaded at
+# exit, the two hosts, and link_devices.
+two_devices() {
+	require_module_file
+	load_sroce
+	on_exit unload_sroce
+	two_hosts
+	link_devices 10.77.1.1 10.77.1.2
+}
+
+# link_devices [ADDR1 ADDR2]: DEV1 on v1 in h1 and DEV2 on v2 in h2, both
+# ACTIVE; sets G1 and G2 to their RoCEv2 GID indexes for ADDR1 and ADDR2
+# (default 10.77.1.1 and 10.77.1.2).
+link_devices() {
+	add_link h1 "$DEV1" v1
+	add_link h2 "$DEV2" v2
+	wait_port_active "$DEV1"
+	wait_port_active "$DEV2"
+	# shellcheck disable=SC2034 # for the caller
+	G1=$(gid_index "$DEV1" "${1:-10.77.1.1}")
+	# shellcheck disable=SC2034 # for the caller
+	G2=$(gid_index "$DEV2" "${2:-10.77.1.2}")
 }
 
 # check_verbs_program PROG ARGS...: runs selftests/progs/PROG in h1 twice

@@ -7,6 +7,7 @@
 # Usage: selftests/run.sh [TEST-NAME-GLOB...]     e.g. run.sh '3*' 10-load-unload
 #        selftests/run.sh --demo                   the README's demo instead of tests
 #        selftests/run.sh --bench                  the sroce/rxe benchmark instead of tests
+#        selftests/run.sh --bench-sessions         the two-path sessions benchmark
 #
 # Environment:
 #   KDIR               kernel tree (default $SROCE_CACHE/kernel, made by
@@ -31,6 +32,7 @@ demo=0 bench=0
 case ${1:-} in
 --demo) demo=1 && shift ;;
 --bench) bench=1 && shift ;;
+--bench-sessions) bench=2 && shift ;;
 esac
 
 KDIR=${KDIR:-$SROCE_CACHE/kernel}
@@ -84,14 +86,17 @@ cp "${CARGO_TARGET_DIR:-$repo/target}/debug/sroce" "$bin/sroce" || summary_fail 
 
 guest_script=$here/vm-main.sh
 ((demo)) && guest_script=$here/demo-vm.sh
-((bench)) && guest_script=$here/bench-vm.sh
+((bench == 1)) && guest_script=$here/bench-vm.sh
+((bench == 2)) && guest_script=$here/bench-sessions-vm.sh
 
 # The command run in the guest. The guest sees the host's root filesystem
 # read-only at the same paths, plus $results read-write.
 guest_cmd=$(printf '%q ' env \
 	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" \
 	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" SROCE_VM_REBOOT=1 \
-	SROCE_BIN="$bin" bash "$guest_script" "$@")
+	SROCE_BIN="$bin" SROCE_BENCH_ITERS="${SROCE_BENCH_ITERS:-100}" \
+	SROCE_BENCH_RATE="${SROCE_BENCH_RATE:-40mbit}" SROCE_BENCH_SECS="${SROCE_BENCH_SECS:-8}" \
+	bash "$guest_script" "$@")
 
 # --verbose: the guest's console is the only output channel that always
 # works (without CONFIG_INOTIFY_USER, udevd does not make the

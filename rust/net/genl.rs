@@ -25,6 +25,8 @@ pub(crate) enum AttrPolicy {
     U8 { min: u8, max: u8 },
     /// Any `u16`.
     U16,
+    /// Any `u32`.
+    U32,
     /// A NUL-terminated string of at most `max_len` bytes before the NUL.
     String { max_len: u16 },
 }
@@ -86,6 +88,19 @@ impl AttrValue for u16 {
 impl AttrValue for u32 {
     fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         f(&self.to_ne_bytes())
+    }
+}
+
+impl AttrValue for u64 {
+    // 4-byte aligned, as `nla_put_u64` would; readers copy it out.
+    fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        f(&self.to_ne_bytes())
+    }
+}
+
+impl AttrValue for [u8] {
+    fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        f(self)
     }
 }
 
@@ -168,6 +183,12 @@ impl Request<'_> {
     pub(crate) fn u16(&self, ty: u16) -> Option<u16> {
         let b = self.payload(ty)?.get(..2)?;
         Some(u16::from_ne_bytes([b[0], b[1]]))
+    }
+
+    /// Attribute `ty` as a `u32` (its policy must be [`AttrPolicy::U32`]).
+    pub(crate) fn u32(&self, ty: u16) -> Option<u32> {
+        let b = self.payload(ty)?.get(..4)?;
+        Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     /// Attribute `ty` as a string (its policy must be
@@ -304,6 +325,7 @@ fn nla_policy(p: AttrPolicy) -> bindings::nla_policy {
             n.__bindgen_anon_1.__bindgen_anon_1.max = max.into();
         }
         AttrPolicy::U16 => n.type_ = bindings::NLA_U16 as u8,
+        AttrPolicy::U32 => n.type_ = bindings::NLA_U32 as u8,
         AttrPolicy::String { max_len } => {
             n.type_ = bindings::NLA_NUL_STRING as u8;
             n.len = max_len;

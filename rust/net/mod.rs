@@ -20,6 +20,7 @@ pub(crate) mod addr;
 pub(crate) mod crc32;
 pub(crate) mod genl;
 pub(crate) mod netns;
+pub(crate) mod port_reservation;
 pub(crate) mod route;
 pub(crate) mod skb;
 pub(crate) mod udp_tunnel;

@@ -7,7 +7,7 @@
 //! them in a namespace must release them from that namespace's `exit`
 //! callback at the latest; [`PernetRegistration`] delivers it.
 
-use super::bindings;
+use super::{addr::IpAddr, bindings};
 use crate::rdma::context_slot::ContextSlot;
 use crate::rdma::netdev::NetDevice;
 use core::marker::PhantomData;
@@ -60,6 +60,34 @@ impl NetDevice {
     pub(crate) fn ifindex(&self) -> i32 {
         // SAFETY: reads a field of a live net device.
         unsafe { bindings::sroce_netdev_ifindex(self.as_raw()) }
+    }
+
+    /// The net device of `net` that has the local address `addr`, if any.
+    /// The borrow ends with the RCU read-side section `_rcu`.
+    pub(crate) fn by_local_addr<'g>(
+        net: &Net,
+        addr: &IpAddr,
+        _rcu: &'g kernel::sync::rcu::Guard,
+    ) -> Option<&'g NetDevice> {
+        let ndev = match addr {
+            // SAFETY: `net` is live; the lookup takes no reference and is
+            // valid under RCU, which `_rcu` holds.
+            IpAddr::V4(a) => unsafe {
+                bindings::sroce_dev_by_addr4(net.as_raw(), u32::from_ne_bytes(*a))
+            },
+            IpAddr::V6(a) => {
+                let mut in6 = bindings::in6_addr::default();
+                in6.in6_u.u6_addr8 = *a;
+                // SAFETY: as above; `in6` is valid for the call.
+                unsafe { bindings::sroce_dev_by_addr6(net.as_raw(), &in6) }
+            }
+        };
+        if ndev.is_null() {
+            return None;
+        }
+        // SAFETY: a device found under RCU stays valid until the read-side
+        // section ends, which bounds the returned borrow.
+        Some(unsafe { NetDevice::from_raw(ndev) })
     }
 }
 

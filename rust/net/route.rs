@@ -2,15 +2,15 @@
 
 //! Output routes (`struct dst_entry`) for locally generated datagrams.
 
-use super::{addr::IpAddr, bindings};
+use super::{addr::IpAddr, bindings, netns::Net};
 use crate::rdma::netdev::NetDevice;
 use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*};
 
-/// What a route is looked up for: a UDP flow leaving through one device.
+/// What a route is looked up for: a UDP flow.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UdpFlow {
-    /// Source address; must be one of the device's (or the lookup fails).
+    /// Source address; must be one of the host's (or the lookup fails).
     pub(crate) src: IpAddr,
     /// Destination address, of the same family as `src`.
     pub(crate) dst: IpAddr,
@@ -38,16 +38,18 @@ unsafe impl Send for Route {}
 unsafe impl Sync for Route {}
 
 impl Route {
-    /// Looks up the route for `flow` out of `ndev`, in `ndev`'s namespace.
+    /// Looks up the route for `flow` in `net`, leaving through the device
+    /// with index `oif`, or wherever the routing table says if `oif` is 0
+    /// (multipath routes then hash on the flow, source port included).
     /// Fails with `EINVAL` (mixed families) or the routing error (e.g.
     /// `ENETUNREACH`, `EINVAL` for a source address not on the host).
     /// Does not sleep.
-    pub(crate) fn output(ndev: &NetDevice, flow: &UdpFlow) -> Result<Self> {
-        let net = ndev.net().as_raw();
+    pub(crate) fn output(net: &Net, oif: i32, flow: &UdpFlow) -> Result<Self> {
+        let net = net.as_raw();
         match (flow.src, flow.dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let mut fl = bindings::flowi4::default();
-                fl.__fl_common.flowic_oif = ndev.ifindex();
+                fl.__fl_common.flowic_oif = oif;
                 fl.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
                 fl.saddr = u32::from_ne_bytes(s);
                 fl.daddr = u32::from_ne_bytes(d);
@@ -68,7 +70,7 @@ impl Route {
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let mut fl = bindings::flowi6::default();
-                fl.__fl_common.flowic_oif = ndev.ifindex();
+                fl.__fl_common.flowic_oif = oif;
                 fl.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
                 fl.saddr.in6_u.u6_addr8 = s;
                 fl.daddr.in6_u.u6_addr8 = d;
@@ -106,7 +108,7 @@ impl Route {
     }
 
     /// The device the route leaves through.
-    pub(super) fn device(&self) -> &NetDevice {
+    pub(crate) fn device(&self) -> &NetDevice {
         // SAFETY: a held route keeps its device from being freed (it is
         // re-pointed to a blackhole device before the device goes).
         unsafe { NetDevice::from_raw(bindings::sroce_dst_dev(self.dst.as_ptr())) }

@@ -6,9 +6,12 @@ use super::{
     bindings,
     device::{device_from_raw, Device, Driver},
     object::core_object,
+    qp::QpHandle,
     ucontext::UContext,
     udata::UData,
+    wc::Completion,
 };
+use core::marker::PhantomData;
 use kernel::{error::from_result, prelude::*};
 
 core_object!(
@@ -82,6 +85,117 @@ impl<T: Driver> Cq<T> {
         // the core only reads it.
         unsafe { (*self.core_ptr()).cqe = i32::try_from(cqe).unwrap_or(i32::MAX) };
     }
+}
+
+/// One completion of a kernel consumer's CQ, and the QP it names.
+#[derive(Clone, Copy)]
+struct KernelWc {
+    c: Completion,
+    qp: QpHandle,
+}
+
+/// A kernel consumer's completion queue: kernel memory only, filled by the
+/// data path and drained by `poll_cq`.
+pub(crate) struct KernelCqRing {
+    slots: KVVec<KernelWc>,
+    head: usize,
+    len: usize,
+}
+
+impl KernelCqRing {
+    /// A ring of `entries` completions.
+    pub(crate) fn new(entries: u32) -> Result<Self> {
+        let empty = KernelWc {
+            c: Completion::flushed(0, super::wc::WcOpcode::Send, 0),
+            qp: QpHandle::NONE,
+        };
+        Ok(Self {
+            slots: KVVec::from_elem(empty, entries.max(1) as usize, GFP_KERNEL)?,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Completions it holds at most.
+    pub(crate) fn capacity(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// Completions not yet polled.
+    pub(crate) fn len(&self) -> u32 {
+        self.len as u32
+    }
+
+    /// Appends a completion of `qp`; `ENOSPC` when full.
+    pub(crate) fn push(&mut self, c: &Completion, qp: QpHandle) -> Result {
+        let cap = self.slots.len();
+        if self.len == cap {
+            return Err(ENOSPC);
+        }
+        let i = (self.head + self.len) % cap;
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = KernelWc { c: *c, qp };
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Moves the oldest completions into `out` until it is full or the ring
+    /// is empty.
+    pub(crate) fn drain_into(&mut self, out: &mut WcOut<'_>) {
+        let cap = self.slots.len();
+        while self.len > 0 && out.n < out.cap {
+            let e = &self.slots[self.head];
+            // SAFETY: `n < cap` entries of the caller's array (invariant of
+            // `WcOut`).
+            e.c.write_ib_wc(e.qp, unsafe { &mut *out.wc.add(out.n) });
+            out.n += 1;
+            self.head = (self.head + 1) % cap;
+            self.len -= 1;
+        }
+    }
+}
+
+/// The consumer's array `poll_cq` fills.
+///
+/// # Invariants
+///
+/// `wc` points to `cap` writable `ib_wc`s for `'a`; `n <= cap` are filled.
+pub(crate) struct WcOut<'a> {
+    wc: *mut bindings::ib_wc,
+    cap: usize,
+    n: usize,
+    _p: PhantomData<&'a mut bindings::ib_wc>,
+}
+
+/// `ib_device_ops.poll_cq`.
+///
+/// # Safety
+///
+/// Called by the core (any context) for a live kernel CQ with an array of
+/// `num_entries` work completions.
+pub(super) unsafe extern "C" fn poll<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    num_entries: kernel::ffi::c_int,
+    wc: *mut bindings::ib_wc,
+) -> kernel::ffi::c_int {
+    let Ok(cap) = usize::try_from(num_entries) else {
+        return EINVAL.to_errno();
+    };
+    if wc.is_null() {
+        return 0;
+    }
+    // SAFETY: live and initialised (function contract).
+    let this = unsafe { Cq::<T>::from_raw(cq) };
+    // INVARIANT: the caller's array of `cap` entries.
+    let mut out = WcOut {
+        wc,
+        cap,
+        n: 0,
+        _p: PhantomData,
+    };
+    T::poll_cq(this, &mut out);
+    out.n as kernel::ffi::c_int
 }
 
 /// `ib_device_ops.create_cq`.

@@ -17,6 +17,7 @@ use super::{
     av::AddressVector,
     bindings,
     cq::{self, Cq, CqRequest, NotifyOn},
+    kwr::{RecvWrs, SendWrs},
     mr::{self, MrRequest},
     mr_table::MrTable,
     netdev::NetDevice,
@@ -94,6 +95,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         entries: u32,
         user: Option<(&UContext<Self>, crate::rdma::udata::UData)>,
     ) -> Result<u32>;
+    /// Moves a kernel consumer's completions into `out`.
+    fn poll_cq(_cq: &Cq<Self>, _out: &mut cq::WcOut<'_>) {}
     /// Arms the CQ's completion event; returns whether completions are
     /// already waiting.
     fn req_notify_cq(cq: &Cq<Self>, on: NotifyOn) -> bool;
@@ -102,6 +105,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         dev: &Device<Self>,
         req: QpRequest<'_, Self>,
     ) -> Result<(impl PinInit<Self::Qp, Error>, QpCreated)>;
+    /// Driver attributes of a queue pair for `rdma resource show qp`.
+    fn fill_qp_attrs(_qp: &Qp<Self>, _out: &mut crate::rdma::restrack::DriverAttrs<'_>) -> Result {
+        Ok(())
+    }
     /// A queue pair is going away. Deferred work may still hold the QP's
     /// link; the rdma layer revokes it right after this returns.
     fn destroy_qp(_qp: &Qp<Self>) {}
@@ -111,6 +118,17 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The send doorbell of a user QP: work requests were written to its
     /// send queue ring.
     fn post_send(qp: &Qp<Self>) -> Result;
+    /// Posts a kernel consumer's send work requests, in order; on failure
+    /// `wrs` stays at the request that failed. May be called in atomic
+    /// context: must not sleep.
+    fn post_send_wrs(_qp: &Qp<Self>, _wrs: &mut SendWrs<'_, Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// Posts a kernel consumer's receive work requests, as
+    /// [`Self::post_send_wrs`].
+    fn post_recv_wrs(_qp: &Qp<Self>, _wrs: &mut RecvWrs<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
     /// Applies attribute changes the core's state rules allow.
     fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result;
     /// The current attributes.
@@ -122,6 +140,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<(impl PinInit<Self::Srq, Error>, SrqAttrs)>;
     /// A shared receive queue is going away (no QP uses it any more).
     fn destroy_srq(_srq: &Srq<Self>) {}
+    /// Posts a kernel consumer's receive work requests to a shared receive
+    /// queue, as [`Self::post_send_wrs`].
+    fn post_srq_recv_wrs(_srq: &Srq<Self>, _wrs: &mut RecvWrs<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
     /// Arms (or with 0 disarms) the SRQ's limit event.
     fn set_srq_limit(srq: &Srq<Self>, limit: u32) -> Result;
     /// The SRQ's sizes and limit.
@@ -513,17 +536,21 @@ impl<T: Driver> VTable<T> {
             destroy_cq: Some(cq::destroy::<T>),
             resize_user_cq: Some(cq::resize::<T>),
             req_notify_cq: Some(cq::req_notify::<T>),
+            poll_cq: Some(cq::poll::<T>),
             size_ib_cq: Cq::<T>::SIZE,
             create_qp: Some(qp::create::<T>),
             destroy_qp: Some(qp::destroy::<T>),
             modify_qp: Some(qp::modify::<T>),
             query_qp: Some(qp::query::<T>),
+            fill_res_qp_entry: Some(crate::rdma::restrack::fill_qp_entry::<T>),
             post_send: Some(qp::post_send::<T>),
+            post_recv: Some(qp::post_recv::<T>),
             size_ib_qp: Qp::<T>::SIZE,
             create_srq: Some(srq::create::<T>),
             destroy_srq: Some(srq::destroy::<T>),
             modify_srq: Some(srq::modify::<T>),
             query_srq: Some(srq::query::<T>),
+            post_srq_recv: Some(srq::post_recv::<T>),
             size_ib_srq: Srq::<T>::SIZE,
             create_ah: Some(ah::create::<T>),
             create_user_ah: Some(ah::create::<T>),

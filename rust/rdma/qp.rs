@@ -8,8 +8,10 @@ use super::{
     bindings,
     cq::Cq,
     device::{device_from_raw, Device, Driver, PORT},
+    kwr::{RecvWrs, SendWrs},
     object::core_object,
     pd::Pd,
+    srq::Srq,
     ucontext::UContext,
     udata::UData,
 };
@@ -48,6 +50,41 @@ impl<T: Driver> Qp<T> {
         // SAFETY: the core sets `pd` at creation and holds the PD (its use
         // count) until the QP is destroyed.
         unsafe { Pd::<T>::from_raw((*self.core_ptr()).pd) }
+    }
+
+    /// The handle a kernel consumer's completions name the QP by.
+    pub(crate) fn handle(&self) -> QpHandle {
+        QpHandle(self.core_ptr())
+    }
+
+    /// The shared receive queue the QP receives from, if it has one.
+    pub(crate) fn srq(&self) -> Option<&Srq<T>> {
+        // SAFETY: the core sets `srq` (or leaves it NULL) at creation and
+        // holds the SRQ (its use count) until the QP is destroyed, so a
+        // non-NULL pointer is a live, initialised SRQ while the QP lives.
+        unsafe {
+            let p = (*self.core_ptr()).srq;
+            (!p.is_null()).then(|| Srq::<T>::from_raw(p))
+        }
+    }
+}
+
+/// Names a QP in a kernel consumer's work completion (`ib_wc.qp`). Only
+/// ever handed back to the consumer, never dereferenced here.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QpHandle(*mut bindings::ib_qp);
+
+// SAFETY: an opaque address, only copied into completions.
+unsafe impl Send for QpHandle {}
+// SAFETY: as above.
+unsafe impl Sync for QpHandle {}
+
+impl QpHandle {
+    /// No QP (an unused slot).
+    pub(crate) const NONE: Self = Self(core::ptr::null_mut());
+
+    pub(super) fn as_raw(self) -> *mut bindings::ib_qp {
+        self.0
     }
 }
 
@@ -114,6 +151,9 @@ pub(crate) enum QpType {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// The general services QP (QP1) of a kernel consumer (the MAD
+    /// layer): unreliable datagrams with the fixed number 1.
+    Gsi,
 }
 
 impl QpType {
@@ -122,6 +162,7 @@ impl QpType {
             bindings::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
             bindings::ib_qp_type_IB_QPT_UC => Some(Self::Uc),
             bindings::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
+            bindings::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
             _ => None,
         }
     }
@@ -131,6 +172,7 @@ impl QpType {
             Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
             Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
             Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
         }
     }
 }
@@ -528,8 +570,8 @@ pub(super) unsafe extern "C" fn query<T: Driver>(
 
 /// `ib_device_ops.post_send`. Processes post through the send queue ring
 /// and then ring this doorbell (`IB_USER_VERBS_CMD_POST_SEND` with no work
-/// requests, as rxe's userspace does); kernel work request lists are not
-/// supported.
+/// requests, as rxe's userspace does); kernel consumers pass their work
+/// requests, which the driver writes into its kernel ring.
 ///
 /// # Safety
 ///
@@ -540,15 +582,53 @@ pub(super) unsafe extern "C" fn post_send<T: Driver>(
     wr: *const bindings::ib_send_wr,
     bad_wr: *mut *const bindings::ib_send_wr,
 ) -> kernel::ffi::c_int {
-    if !wr.is_null() {
-        // SAFETY: a valid out-pointer (function contract).
-        unsafe { *bad_wr = wr };
-        return EINVAL.to_errno();
-    }
     // SAFETY: live and initialised (function contract).
     let this = unsafe { Qp::<T>::from_raw(qp) };
-    from_result(|| {
-        T::post_send(this)?;
-        Ok(0)
-    })
+    if wr.is_null() {
+        return from_result(|| {
+            T::post_send(this)?;
+            Ok(0)
+        });
+    }
+    // SAFETY: a live QP; the type is set by the core at creation.
+    let qp_type = unsafe { (*qp).qp_type };
+    let ud =
+        qp_type == bindings::ib_qp_type_IB_QPT_UD || qp_type == bindings::ib_qp_type_IB_QPT_GSI;
+    // SAFETY: a valid chain for this call (function contract); the core
+    // embeds UD and GSI requests in `ib_ud_wr`.
+    let mut wrs = unsafe { SendWrs::<T>::new(wr, ud) };
+    match T::post_send_wrs(this, &mut wrs) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: a valid out-pointer (function contract).
+            unsafe { *bad_wr = if wrs.is_empty() { wr } else { wrs.position() } };
+            e.to_errno()
+        }
+    }
+}
+
+/// `ib_device_ops.post_recv`: kernel consumers' receive work requests
+/// (processes post through the receive ring).
+///
+/// # Safety
+///
+/// Called by the core for a live QP; `wr` is a valid list and `bad_wr` a
+/// valid out-pointer.
+pub(super) unsafe extern "C" fn post_recv<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised (function contract).
+    let this = unsafe { Qp::<T>::from_raw(qp) };
+    // SAFETY: a valid chain for this call (function contract).
+    let mut wrs = unsafe { RecvWrs::new(wr) };
+    match T::post_recv_wrs(this, &mut wrs) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: a valid out-pointer (function contract).
+            unsafe { *bad_wr = if wrs.is_empty() { wr } else { wrs.position() } };
+            e.to_errno()
+        }
+    }
 }

@@ -18,7 +18,7 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicU32, Ordering},
 };
-use kernel::{error::from_result, prelude::*, types::Opaque};
+use kernel::{error::from_result, prelude::*, sync::Arc, types::Opaque};
 
 const HEADER_LEN: usize = size_of::<bindings::rxe_queue_buf>();
 const PRODUCER_OFFSET: usize = offset_of!(bindings::rxe_queue_buf, producer_index);
@@ -119,8 +119,8 @@ struct MmapEntry {
 
 /// Who owns a queue's memory.
 enum Backing {
-    /// A kernel consumer's queue.
-    Kernel(QueueMem),
+    /// A kernel consumer's queue; shared with its [`KernelRingProducer`].
+    Kernel(Arc<QueueMem>),
     /// Mapped into a process: the core's mmap entry owns the memory and
     /// frees it (`mmap_free`) after `remove` and the last `mmap` lookup.
     User(NonNull<MmapEntry>),
@@ -152,7 +152,7 @@ impl Ring {
         let Some(uctx) = uctx else {
             return Ok((
                 Self {
-                    backing: Backing::Kernel(mem),
+                    backing: Backing::Kernel(Arc::new(mem, GFP_KERNEL)?),
                 },
                 MmapInfo::default(),
             ));
@@ -327,6 +327,18 @@ impl UserProducerQueue {
         self.ring.mem().mask
     }
 
+    /// The producer side of a kernel consumer's queue (`None` for a
+    /// process's queue). Only one producer may exist per queue.
+    pub(crate) fn kernel_producer(&self) -> Option<KernelRingProducer> {
+        match &self.ring.backing {
+            Backing::Kernel(mem) => Some(KernelRingProducer {
+                mem: mem.clone(),
+                producer: mem.index(PRODUCER_OFFSET).load(Ordering::Acquire) & mem.mask,
+            }),
+            Backing::User(_) => None,
+        }
+    }
+
     /// Bytes per slot.
     pub(crate) fn elem_size(&self) -> usize {
         1 << self.ring.mem().log2_elem
@@ -390,6 +402,45 @@ impl UserProducerQueue {
         self.consumer = self.consumer.wrapping_add(1) & mem.mask;
         mem.index(CONSUMER_OFFSET)
             .store(self.consumer, Ordering::Release);
+    }
+}
+
+/// The producing side of a kernel consumer's send, receive or shared
+/// receive queue: kernel work requests are written into the ring in the
+/// layout a process would use, so the data path consumes both alike. The
+/// ring is never mapped to a process, so the slot can be written in place.
+///
+/// # Invariants
+///
+/// `producer` is this producer's own index, masked; `mem` belongs to a
+/// [`Backing::Kernel`] ring that has no other producer.
+pub(crate) struct KernelRingProducer {
+    mem: Arc<QueueMem>,
+    producer: u32,
+}
+
+impl KernelRingProducer {
+    /// Fills the next free slot (zeroed first) with `fill` and hands it to
+    /// the consumer; `ENOMEM` when the ring is full (what verbs answer for
+    /// a full queue). Nothing is published if `fill` fails.
+    pub(crate) fn push_with(&mut self, fill: impl FnOnce(&mut [u8]) -> Result) -> Result {
+        let mem = &*self.mem;
+        let consumer = mem.index(CONSUMER_OFFSET).load(Ordering::Acquire) & mem.mask;
+        let next = self.producer.wrapping_add(1) & mem.mask;
+        if next == consumer {
+            return Err(ENOMEM);
+        }
+        let len = 1usize << mem.log2_elem;
+        // SAFETY: the slot lies inside the buffer; it is free (not between
+        // consumer and producer), so the consumer does not read it until the
+        // producer index moves, and there is no other producer (type
+        // invariant). The kernel-only ring is never mapped to a process.
+        let slot = unsafe { core::slice::from_raw_parts_mut(mem.slot(self.producer), len) };
+        slot.fill(0);
+        fill(slot)?;
+        mem.index(PRODUCER_OFFSET).store(next, Ordering::Release);
+        self.producer = next;
+        Ok(())
     }
 }
 

@@ -24,6 +24,26 @@ impl<T: Driver> Srq<T> {
         // SAFETY: `device` of a live SRQ is its live device.
         unsafe { device_from_raw::<T>((*self.core_ptr()).device) }
     }
+
+    /// Tells the SRQ's owner that fewer WQEs than the armed limit are left
+    /// (`IB_EVENT_SRQ_LIMIT_REACHED`). Process context.
+    pub(crate) fn report_limit_reached(&self) {
+        let srq = self.core_ptr();
+        // SAFETY: a live SRQ; the core sets `event_handler` (or leaves it
+        // NULL) and `srq_context` before the SRQ can be used and keeps them
+        // while it lives; the handler takes an event on our stack.
+        unsafe {
+            if let Some(handler) = (*srq).event_handler {
+                let mut ev = bindings::ib_event {
+                    device: (*srq).device,
+                    event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+                    ..Default::default()
+                };
+                ev.element.srq = srq;
+                handler(&mut ev, (*srq).srq_context);
+            }
+        }
+    }
 }
 
 /// Sizes and the low-watermark of a shared receive queue.
@@ -142,4 +162,29 @@ pub(super) unsafe extern "C" fn query<T: Driver>(
     out.max_sge = a.max_sge;
     out.srq_limit = a.limit;
     0
+}
+
+/// `ib_device_ops.post_srq_recv`: kernel consumers' receive work requests.
+///
+/// # Safety
+///
+/// Called by the core for a live SRQ; `wr` is a valid list and `bad_wr` a
+/// valid out-pointer.
+pub(super) unsafe extern "C" fn post_recv<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> kernel::ffi::c_int {
+    // SAFETY: live and initialised (function contract).
+    let this = unsafe { Srq::<T>::from_raw(srq) };
+    // SAFETY: a valid chain for this call (function contract).
+    let mut wrs = unsafe { super::kwr::RecvWrs::new(wr) };
+    match T::post_srq_recv_wrs(this, &mut wrs) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: a valid out-pointer (function contract).
+            unsafe { *bad_wr = if wrs.is_empty() { wr } else { wrs.position() } };
+            e.to_errno()
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! Work completions as userspace reads them from a completion queue ring
 //! (`struct ib_uverbs_wc`).
 
-use super::bindings;
+use super::{bindings, qp::QpHandle};
 use core::mem::size_of;
 use kernel::transmute::{AsBytes, FromBytes};
 
@@ -118,6 +118,39 @@ impl Completion {
             src_qp: 0,
             grh: false,
         }
+    }
+
+    /// Fills a kernel consumer's work completion; `qp` is the QP the
+    /// completion belongs to. Kernel flags are the `IB_WC_*` values.
+    pub(crate) fn write_ib_wc(&self, qp: QpHandle, wc: &mut bindings::ib_wc) {
+        let mut flags = 0;
+        wc.__bindgen_anon_1.wr_id = self.wr_id;
+        wc.status = self.status as u32;
+        wc.opcode = self.opcode as u32;
+        wc.vendor_err = 0;
+        wc.byte_len = self.byte_len;
+        wc.qp = qp.as_raw();
+        wc.ex.imm_data = 0;
+        if let Some(imm) = self.imm_data {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM;
+            wc.ex.imm_data = imm;
+        } else if let Some(rkey) = self.invalidated_rkey {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+            wc.ex.invalidate_rkey = rkey;
+        }
+        if self.grh {
+            flags |= bindings::ib_wc_flags_IB_WC_GRH;
+        }
+        wc.src_qp = self.src_qp;
+        wc.slid = 0;
+        wc.wc_flags = flags as i32;
+        wc.pkey_index = 0;
+        wc.sl = 0;
+        wc.dlid_path_bits = 0;
+        wc.port_num = 1;
+        wc.smac = [0; 6];
+        wc.vlan_id = 0;
+        wc.network_hdr_type = 0;
     }
 
     /// The ring entry. Its flags are libibverbs' (`IBV_WC_*`), which the

@@ -9,6 +9,7 @@
 //! parsed here, bounded by the limits the queue was created with.
 
 use super::{
+    av::AddressVector,
     bindings,
     rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     wc::WcOpcode,
@@ -149,6 +150,21 @@ pub(crate) struct RemoteTarget {
     pub(crate) swap: u64,
 }
 
+/// Where a UD send goes: the remote QP and Q_Key, and the address handle
+/// by number, or (older provider libraries, `ah_num` 0) the address
+/// embedded in the WQE.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct UdTarget {
+    /// Destination QP number.
+    pub(crate) remote_qpn: u32,
+    /// Q_Key (high bit set: use the QP's own).
+    pub(crate) remote_qkey: u32,
+    /// The address handle's number (0: see `av`).
+    pub(crate) ah_num: u32,
+    /// The embedded address when `ah_num` is 0.
+    pub(crate) av: Option<AddressVector>,
+}
+
 /// A parsed send work queue entry.
 #[derive(Clone, Copy)]
 pub(crate) struct SendWqe {
@@ -166,6 +182,8 @@ pub(crate) struct SendWqe {
     pub(crate) data: SendData,
     /// Total bytes of local data.
     pub(crate) length: u32,
+    /// UD destination (meaningful on UD QPs only).
+    pub(crate) ud: UdTarget,
 }
 
 /// A parsed receive work queue entry.
@@ -278,6 +296,14 @@ impl SendWqe {
         };
         // SAFETY: both union members are a 32-bit integer.
         let imm_or_inv = unsafe { wr.ex.invalidate_rkey };
+        // SAFETY: plain integers and byte arrays; meaningful for UD QPs.
+        let ud = unsafe { wr.wr.ud };
+        let ud = UdTarget {
+            remote_qpn: ud.remote_qpn,
+            remote_qkey: ud.remote_qkey,
+            ah_num: ud.ah_num,
+            av: (ud.ah_num == 0).then(|| embedded_av(&ud.av)).flatten(),
+        };
         Ok(Self {
             wr_id: wr.wr_id,
             op,
@@ -286,8 +312,43 @@ impl SendWqe {
             remote,
             data,
             length,
+            ud,
         })
     }
+}
+
+/// The address an older provider library embeds in a UD WQE.
+fn embedded_av(av: &bindings::rxe_av) -> Option<AddressVector> {
+    let mapped = |a: [u8; 4]| {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&a);
+        g
+    };
+    // SAFETY: the unions are byte views of plain data; `network_type` says
+    // which socket address is meaningful.
+    let (dgid, sgid) = unsafe {
+        let dgid = av.grh.dgid.raw;
+        let sgid = match u32::from(av.network_type) {
+            bindings::RXE_NETWORK_TYPE_IPV4 => {
+                mapped(av.sgid_addr._sockaddr_in.sin_addr.s_addr.to_ne_bytes())
+            }
+            bindings::RXE_NETWORK_TYPE_IPV6 => av.sgid_addr._sockaddr_in6.sin6_addr.in6_u.u6_addr8,
+            _ => return None,
+        };
+        (dgid, sgid)
+    };
+    Some(AddressVector {
+        dgid,
+        sgid,
+        sgid_index: av.grh.sgid_index,
+        flow_label: av.grh.flow_label,
+        hop_limit: av.grh.hop_limit,
+        traffic_class: av.grh.traffic_class,
+        dmac: av.dmac,
+        sl: 0,
+    })
 }
 
 const RECV_DMA: usize = offset_of!(bindings::rxe_recv_wqe, dma);

@@ -19,6 +19,16 @@ pub(crate) fn create(
     udata: Option<UData>,
 ) -> Result<SroceAh> {
     let num = dev.data().alloc_ah_num()?;
+    // User AHs are created in process context; kernel ones may not be.
+    let gfp = if udata.is_some() {
+        GFP_KERNEL
+    } else {
+        GFP_ATOMIC
+    };
+    if let Err(e) = dev.data().insert_ah(num, av, gfp) {
+        dev.data().free_ah_num(num);
+        return Err(e);
+    }
     if let Some(udata) = udata {
         // Older provider libraries send no response buffer and put the
         // whole address into each WQE instead; both work.
@@ -28,6 +38,7 @@ pub(crate) fn create(
                 reserved: 0,
             };
             if let Err(e) = udata.write(&resp) {
+                dev.data().remove_ah(num);
                 dev.data().free_ah_num(num);
                 return Err(e);
             }
@@ -36,7 +47,15 @@ pub(crate) fn create(
     Ok(SroceAh { av, num })
 }
 
+impl SroceAh {
+    /// The number WQEs name the AH by.
+    pub(crate) fn num(&self) -> u32 {
+        self.num
+    }
+}
+
 pub(crate) fn destroy(ah: &Ah<SroceDevice>) {
+    ah.device().data().remove_ah(ah.data().num);
     ah.device().data().free_ah_num(ah.data().num);
 }
 

@@ -5,8 +5,9 @@
 
 use super::{device::SroceDevice, limits};
 use crate::rdma::{
-    cq::{Cq, CqRequest, NotifyOn},
+    cq::{Cq, CqRequest, KernelCqRing, NotifyOn, WcOut},
     device::Device,
+    qp::Qp,
     queue::KernelProducerQueue,
     rxe_abi::{CqResp, CQE_SIZE},
     ucontext::UContext,
@@ -23,14 +24,32 @@ const ARMED_NEXT: u8 = 1;
 /// Event on the next solicited completion.
 const ARMED_SOLICITED: u8 = 2;
 
+/// Where a CQ's completions go.
+enum CqRing {
+    /// A ring mapped into the owning process, in the uverbs layout.
+    User(KernelProducerQueue),
+    /// A kernel consumer's ring, drained by `poll_cq`.
+    Kernel(KernelCqRing),
+}
+
+impl CqRing {
+    fn len(&self) -> u32 {
+        match self {
+            Self::User(q) => q.len(),
+            Self::Kernel(r) => r.len(),
+        }
+    }
+}
+
 /// sroce's state of one completion queue.
 ///
 /// The queue is behind an IRQ-safe lock because completions are produced
-/// both from process context (posting, flushing) and from the receive path.
+/// both from process context (posting, flushing) and from the receive path,
+/// and kernel consumers poll from any context.
 #[pin_data]
 pub(crate) struct SroceCq {
     #[pin]
-    queue: SpinLockIrq<KernelProducerQueue>,
+    queue: SpinLockIrq<CqRing>,
     armed: AtomicU8,
 }
 
@@ -63,13 +82,17 @@ pub(crate) fn create(
     req: CqRequest<'_, SroceDevice>,
 ) -> Result<(impl PinInit<SroceCq, Error>, u32)> {
     check_entries(req.entries)?;
-    if req.user.is_none() {
-        // Kernel consumers poll CQs with `poll_cq`, which arrives with them.
-        return Err(EOPNOTSUPP);
-    }
     dev.data().cqs.take()?;
-    let queue = new_queue(req.entries, req.user).inspect_err(|_| dev.data().cqs.give())?;
-    let capacity = queue.capacity();
+    let queue = if req.user.is_some() {
+        new_queue(req.entries, req.user).map(CqRing::User)
+    } else {
+        KernelCqRing::new(req.entries).map(CqRing::Kernel)
+    }
+    .inspect_err(|_| dev.data().cqs.give())?;
+    let capacity = match &queue {
+        CqRing::User(q) => q.capacity(),
+        CqRing::Kernel(r) => r.capacity(),
+    };
     Ok((
         try_pin_init!(SroceCq {
             queue <- new_spinlock_irq!(queue, "sroce::cq"),
@@ -89,14 +112,21 @@ pub(crate) fn resize(
     user: Option<(&UContext<SroceDevice>, UData)>,
 ) -> Result<u32> {
     check_entries(entries)?;
+    if user.is_none() {
+        // Only user CQs come here (`resize_user_cq`).
+        return Err(EOPNOTSUPP);
+    }
     // Allocating, mapping and answering userspace may sleep: all of it
     // happens before taking the queue's lock.
     let mut resized = new_queue(entries, user)?;
     let capacity = resized.capacity();
     let old = {
         let mut queue = cq.data().queue.lock();
-        queue.move_pending_into(&mut resized)?;
-        core::mem::replace(&mut *queue, resized)
+        let CqRing::User(q) = &mut *queue else {
+            return Err(EOPNOTSUPP);
+        };
+        q.move_pending_into(&mut resized)?;
+        core::mem::replace(q, resized)
     };
     // Unmapping the old ring may sleep too; the process has switched to the
     // new one described in the response.
@@ -119,13 +149,28 @@ pub(crate) fn req_notify(cq: &Cq<SroceDevice>, on: NotifyOn) -> bool {
     cq.data().queue.lock().len() > 0
 }
 
-/// Posts a completion and raises the completion event if the CQ is armed
+/// Moves a kernel consumer's completions into its array.
+pub(crate) fn poll(cq: &Cq<SroceDevice>, out: &mut WcOut<'_>) {
+    if let CqRing::Kernel(r) = &mut *cq.data().queue.lock() {
+        r.drain_into(out);
+    }
+}
+
+/// Posts a completion of `qp`'s work and raises the completion event if the CQ is armed
 /// for it (`solicited`: the completion is of a solicited message; errors
 /// count as solicited, as the IBTA requires). A full CQ is an overrun:
 /// reported to the owner, and `ENOSPC` to the caller.
-pub(crate) fn post(cq: &Cq<SroceDevice>, c: &Completion, solicited: bool) -> Result {
-    let entry = c.to_uverbs();
-    if cq.data().queue.lock().push(entry.as_bytes()).is_err() {
+pub(crate) fn post(
+    cq: &Cq<SroceDevice>,
+    qp: &Qp<SroceDevice>,
+    c: &Completion,
+    solicited: bool,
+) -> Result {
+    let pushed = match &mut *cq.data().queue.lock() {
+        CqRing::User(q) => q.push(c.to_uverbs().as_bytes()),
+        CqRing::Kernel(r) => r.push(c, qp.handle()),
+    };
+    if pushed.is_err() {
         cq.report_overrun();
         return Err(ENOSPC);
     }

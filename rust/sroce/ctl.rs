@@ -3,19 +3,20 @@
 //! The control interface: generic netlink family `sroce` (ABI in
 //! `roce::session::ctl`), used by the `sroce` tool (`tools/sroce-cli`).
 //!
-//! Per device it holds the session defaults new queue pairs will take —
-//! group size, selection policy, reserved source-port range — once the data
-//! path uses sessions. Today nothing reads them: they are stored, reported
-//! and validated, and no traffic changes.
+//! Per device it holds the session defaults that RC queue pairs take when
+//! they connect — group size, selection policy, reorder guard, reserved
+//! source-port range — and it lists every connected queue pair's sessions
+//! with their 5-tuples, state and counters.
 //!
 //! Devices are found by name in every network namespace, as the RDMA core
 //! shows them in its default shared mode; changes need `CAP_NET_ADMIN` in
 //! the initial user namespace.
 
-use super::{device::SroceDevice, link::SroceDriver};
+use super::{device::SroceDevice, io, link::SroceDriver, rc_sessions::SessionOverride};
+use crate::net::addr::IpAddr;
 use crate::net::genl::{AttrPolicy, Dump, Family, Message, Op, Request};
 use crate::rdma::device::{Device, PORT};
-use crate::roce::session::{ctl as abi, GroupConfig, Policy, PortRange};
+use crate::roce::session::{ctl as abi, GroupConfig, Policy, PortRange, Session};
 use core::cell::Cell;
 use kernel::{prelude::*, str::CStr};
 
@@ -61,6 +62,22 @@ impl Family for SroceDriver {
         AttrPolicy::U16,
         // ATTR_PORT_MAX
         AttrPolicy::U16,
+        // ATTR_REORDER_GUARD
+        AttrPolicy::U8 { min: 0, max: 1 },
+        // ATTR_QPN
+        AttrPolicy::U32,
+        // ATTR_SESSION_ID ..= ATTR_SRTT_US (reported only)
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
     ];
     const OPS: &'static [Op] = &[
         Op {
@@ -71,6 +88,18 @@ impl Family for SroceDriver {
         },
         Op {
             cmd: abi::CMD_DEV_SET,
+            doit: true,
+            dump: false,
+            admin: true,
+        },
+        Op {
+            cmd: abi::CMD_SESSION_GET,
+            doit: false,
+            dump: true,
+            admin: false,
+        },
+        Op {
+            cmd: abi::CMD_QP_SET,
             doit: true,
             dump: false,
             admin: true,
@@ -96,6 +125,36 @@ impl Family for SroceDriver {
                     .with_device(|d| d.name() == name, |d| change.apply(d))
                     .ok_or(ENODEV)
             }
+            abi::CMD_QP_SET => {
+                let Some(qpn) = req.u32(abi::ATTR_QPN) else {
+                    req.set_err(0, c"queue pair number missing");
+                    return Err(EINVAL);
+                };
+                let change = parse_set(req)?;
+                if change.ports.is_some() {
+                    req.set_err(abi::ATTR_PORT_MIN, c"the port range is per device");
+                    return Err(EINVAL);
+                }
+                let ov = SessionOverride {
+                    size: change.size,
+                    policy: change.policy,
+                    reorder_guard: change.reorder_guard,
+                };
+                let r = self
+                    .registry
+                    .with_device(|d| d.name() == name, |d| set_qp(d, qpn, &ov))
+                    .ok_or(ENODEV)
+                    .and_then(|r| r);
+                if r == Err(ENOENT) {
+                    req.set_err(abi::ATTR_QPN, c"no such queue pair");
+                } else if r == Err(EADDRINUSE) {
+                    req.set_err(
+                        abi::ATTR_GROUP_SIZE,
+                        c"not enough free source ports in the range",
+                    );
+                }
+                r
+            }
             _ => Err(EOPNOTSUPP),
         };
         if r == Err(ENODEV) {
@@ -105,6 +164,9 @@ impl Family for SroceDriver {
     }
 
     fn dump(&self, cmd: u8, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
+        if cmd == abi::CMD_SESSION_GET {
+            return self.dump_sessions(cursor, out);
+        }
         if cmd != abi::CMD_DEV_GET {
             return Err(EOPNOTSUPP);
         }
@@ -131,6 +193,102 @@ impl Family for SroceDriver {
     }
 }
 
+impl SroceDriver {
+    /// Every session of every connected queue pair of every device, one
+    /// entry each, from entry `*cursor` on (the walk restarts per message
+    /// and skips what earlier messages carried).
+    fn dump_sessions(&self, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
+        let mut seen = 0usize;
+        let mut dev_index = 0usize;
+        loop {
+            let i = Cell::new(0usize);
+            let done = self.registry.with_device(
+                |_| {
+                    let n = i.get();
+                    i.set(n + 1);
+                    n == dev_index
+                },
+                |d| -> Result {
+                    for shared in d.data().qps_snapshot()?.iter() {
+                        let r = shared.link().with(|qp| -> Result {
+                            let inner = qp.data().lock();
+                            let Some(rc) = inner.rc.as_ref() else {
+                                return Ok(());
+                            };
+                            let policy = abi::policy_to_u8(rc.sessions.policy());
+                            for (id, (sess, flow)) in rc.sessions.sessions().enumerate() {
+                                if seen >= *cursor {
+                                    out.entry(abi::CMD_SESSION_GET, |m| {
+                                        m.put(abi::ATTR_DEV_NAME, d.name())?;
+                                        m.put(abi::ATTR_QPN, &qp.data().qpn())?;
+                                        m.put(abi::ATTR_POLICY, &policy)?;
+                                        fill_session(m, id, sess, flow)
+                                    })?;
+                                    *cursor += 1;
+                                }
+                                seen += 1;
+                            }
+                            Ok(())
+                        });
+                        r.unwrap_or(Ok(()))?;
+                    }
+                    Ok(())
+                },
+            );
+            match done {
+                None => return Ok(()),
+                Some(r) => r?,
+            }
+            dev_index += 1;
+        }
+    }
+}
+
+/// Overrides queue pair `qpn`'s group: kept for its next connection and,
+/// if it is connected now, applied at once. Nothing changes on failure.
+fn set_qp(d: &Device<SroceDevice>, qpn: u32, ov: &SessionOverride) -> Result {
+    let shared = d.data().qp(qpn).ok_or(ENOENT)?;
+    shared
+        .link()
+        .with(|qp| -> Result {
+            let mut guard = qp.data().lock();
+            let inner = &mut *guard;
+            let merged = inner.sessions_override.merge(*ov);
+            if let Some(rc) = inner.rc.as_mut() {
+                rc.reconfigure_sessions(d, &merged)?;
+            }
+            inner.sessions_override = merged;
+            Ok(())
+        })
+        .unwrap_or(Err(ENOENT))
+}
+
+/// A 16-byte address: IPv6, or IPv4 mapped into IPv6.
+fn addr16(a: IpAddr) -> [u8; 16] {
+    match a {
+        IpAddr::V6(b) => b,
+        IpAddr::V4(b) => [
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, b[0], b[1], b[2], b[3],
+        ],
+    }
+}
+
+fn fill_session(m: &mut Message<'_>, id: usize, s: &Session, f: &io::Flow) -> Result {
+    let c = s.counters();
+    m.put(abi::ATTR_SESSION_ID, &u8::try_from(id).unwrap_or(u8::MAX))?;
+    m.put(abi::ATTR_SPORT, &s.src_port())?;
+    m.put(abi::ATTR_SRC_ADDR, &addr16(f.src)[..])?;
+    m.put(abi::ATTR_DST_ADDR, &addr16(f.dst)[..])?;
+    m.put(abi::ATTR_STATE, &abi::state_to_u8(s.state()))?;
+    m.put(abi::ATTR_TX_PACKETS, &c.tx_packets)?;
+    m.put(abi::ATTR_TX_BYTES, &c.tx_bytes)?;
+    m.put(abi::ATTR_RETRANSMITS, &c.retransmits)?;
+    m.put(abi::ATTR_TIMEOUTS, &c.timeouts)?;
+    m.put(abi::ATTR_ACKED, &c.acked_messages)?;
+    let srtt = u32::try_from(s.rtt().srtt_us()).unwrap_or(u32::MAX);
+    m.put(abi::ATTR_SRTT_US, &srtt)
+}
+
 /// A device's settings and its net device's ifindex (0 if it has none).
 fn snapshot(d: &Device<SroceDevice>) -> (SessionDefaults, u32) {
     let ifindex = d
@@ -145,7 +303,8 @@ fn fill(m: &mut Message<'_>, name: &CStr, ifindex: u32, s: &SessionDefaults) -> 
     m.put(abi::ATTR_GROUP_SIZE, &s.group.size)?;
     m.put(abi::ATTR_POLICY, &abi::policy_to_u8(s.group.policy))?;
     m.put(abi::ATTR_PORT_MIN, &s.ports.first())?;
-    m.put(abi::ATTR_PORT_MAX, &s.ports.last())
+    m.put(abi::ATTR_PORT_MAX, &s.ports.last())?;
+    m.put(abi::ATTR_REORDER_GUARD, &u8::from(s.group.reorder_guard))
 }
 
 /// A validated `DEV_SET`.
@@ -153,6 +312,7 @@ struct Change {
     size: Option<u8>,
     policy: Option<Policy>,
     ports: Option<PortRange>,
+    reorder_guard: Option<bool>,
 }
 
 /// Checks every attribute of a `DEV_SET` before anything changes. The
@@ -186,7 +346,8 @@ fn parse_set(req: &Request<'_>) -> Result<Change> {
             return Err(EINVAL);
         }
     };
-    if size.is_none() && policy.is_none() && ports.is_none() {
+    let reorder_guard = req.u8(abi::ATTR_REORDER_GUARD).map(|v| v != 0);
+    if size.is_none() && policy.is_none() && ports.is_none() && reorder_guard.is_none() {
         req.set_err(0, c"nothing to change");
         return Err(EINVAL);
     }
@@ -194,17 +355,21 @@ fn parse_set(req: &Request<'_>) -> Result<Change> {
         size,
         policy,
         ports,
+        reorder_guard,
     })
 }
 
 impl Change {
     /// Applies the change at once (no reader sees half of it).
     ///
-    /// Queue pairs will copy these defaults when they are created, once the
-    /// data path uses sessions; existing ones keep theirs.
+    /// Queue pairs take these defaults when they connect (RTR); connected
+    /// ones keep theirs.
     fn apply(&self, d: &Device<SroceDevice>) {
         let mut s = d.data().sessions.lock();
         s.group = s.group.with_override(self.size, self.policy);
+        if let Some(g) = self.reorder_guard {
+            s.group.reorder_guard = g;
+        }
         if let Some(p) = self.ports {
             s.ports = p;
         }

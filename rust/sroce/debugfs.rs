@@ -116,6 +116,7 @@ fn xmit(d: &DevDebug, reader: &mut UserSliceReader) -> Result {
         src_port,
         tclass: 0,
         hop_limit: 64,
+        out: io::OutPort::Device,
     };
     let psn = d.psn.fetch_add(1, Ordering::Relaxed);
     d.registry

@@ -14,14 +14,16 @@ use super::{
     qp,
     rc::QpShared,
     recv::OpcodeCounts,
+    slot_table::SlotTable,
     srq,
 };
 use crate::rdma::{
     ah::Ah,
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     av::AddressVector,
-    cq::{Cq, CqRequest, NotifyOn},
+    cq::{Cq, CqRequest, NotifyOn, WcOut},
     device::{Device, Driver},
+    kwr::{RecvWrs, SendWrs},
     mr::MrRequest,
     pd::Pd,
     qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpLink, QpRequest},
@@ -59,14 +61,22 @@ pub(crate) struct SroceDevice {
     /// Shared receive queues in use, against `max_srq`.
     pub(crate) srqs: Budget,
     /// Address handle numbers in use (from 1; 0 means "no AH" in a WQE).
+    /// Behind an IRQ-safe spinlock: kernel consumers create and destroy
+    /// AHs in atomic context.
     #[pin]
-    ah_nums: Mutex<IdPool>,
+    ah_nums: SpinLockIrq<IdPool>,
     /// Memory regions in use, against `max_mr`.
     pub(super) mrs: Budget,
     /// Live queue pairs by number (index `qpn - QPN_BASE`), for the
     /// receive path (any context); grows as numbers are handed out.
     #[pin]
-    qps: SpinLockIrq<KVVec<Option<Arc<QpShared>>>>,
+    qps: SlotTable<Arc<QpShared>>,
+    /// The general services QP (QP1) of the MAD layer, if created.
+    #[pin]
+    gsi: SpinLockIrq<Option<Arc<QpShared>>>,
+    /// Address handles' addresses by number (UD sends name them).
+    #[pin]
+    ahs: SlotTable<AddressVector>,
     /// Packet I/O state.
     pub(crate) io: DeviceIo,
     /// Received packets by opcode (until queue pairs consume them).
@@ -107,12 +117,14 @@ impl SroceDevice {
                 "sroce::qpns"
             ),
             srqs: Budget::new(limits::MAX_SRQ),
-            ah_nums <- new_mutex!(
+            ah_nums <- new_spinlock_irq!(
                 IdPool::with_capacity(limits::MAX_AH as usize + 1, GFP_KERNEL)?,
                 "sroce::ah_nums"
             ),
             mrs: Budget::new(limits::MAX_MR),
-            qps <- new_spinlock_irq!(KVVec::new(), "sroce::qps"),
+            qps <- SlotTable::new(),
+            gsi <- new_spinlock_irq!(None, "sroce::gsi"),
+            ahs <- SlotTable::new(),
             io: DeviceIo {
                 sockets,
                 counters: IoCounters::new(),
@@ -141,8 +153,11 @@ impl SroceDevice {
         Ok(n)
     }
 
-    /// Returns a queue pair number.
+    /// Returns a queue pair number (the fixed QP1 is not from the pool).
     pub(crate) fn free_qpn(&self, qpn: u32) {
+        if qpn < limits::QPN_BASE {
+            return;
+        }
         self.qpns.lock().release_id(qpn as usize);
     }
 
@@ -166,50 +181,65 @@ impl SroceDevice {
     /// Makes a QP findable by the receive path. Process context: a larger
     /// table is allocated outside the lock.
     pub(crate) fn insert_qp(&self, qpn: u32, qp: Arc<QpShared>) -> Result {
-        let i = qpn.checked_sub(limits::QPN_BASE).ok_or(EINVAL)? as usize;
-        loop {
-            let len = {
-                let mut t = self.qps.lock();
-                if let Some(slot) = t.get_mut(i) {
-                    *slot = Some(qp);
-                    return Ok(());
-                }
-                t.len()
-            };
-            let new_len = (i + 1).next_power_of_two().max(64);
-            let mut bigger = KVVec::with_capacity(new_len, GFP_KERNEL)?;
-            let old = {
-                let mut t = self.qps.lock();
-                if t.len() != len {
-                    // Grown meanwhile: try again.
-                    continue;
-                }
-                for e in t.iter_mut() {
-                    // Capacity is reserved: no allocation under the lock.
-                    let _ = bigger.push_within_capacity(e.take());
-                }
-                while bigger.push_within_capacity(None).is_ok() {}
-                core::mem::replace(&mut *t, bigger)
-            };
-            // Freed outside the lock (only empty slots are left in it).
-            drop(old);
+        if qpn == limits::GSI_QPN {
+            let mut gsi = self.gsi.lock();
+            if gsi.is_some() {
+                return Err(EBUSY);
+            }
+            *gsi = Some(qp);
+            return Ok(());
         }
+        let i = qpn.checked_sub(limits::QPN_BASE).ok_or(EINVAL)?;
+        self.qps.insert(i as usize, qp, GFP_KERNEL)
     }
 
     /// Makes a QP unfindable.
     pub(crate) fn remove_qp(&self, qpn: u32) {
-        let Some(i) = qpn.checked_sub(limits::QPN_BASE) else {
+        if qpn == limits::GSI_QPN {
+            // The reference is dropped outside the lock.
+            let old = self.gsi.lock().take();
+            drop(old);
             return;
-        };
-        let old = self.qps.lock().get_mut(i as usize).and_then(Option::take);
-        // The reference is dropped outside the lock.
-        drop(old);
+        }
+        if let Some(i) = qpn.checked_sub(limits::QPN_BASE) {
+            // The reference is dropped outside the lock.
+            drop(self.qps.take(i as usize));
+        }
     }
 
     /// The QP with number `qpn`, if it lives. Any context.
     pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        if qpn == limits::GSI_QPN {
+            return self.gsi.lock().clone();
+        }
         let i = qpn.checked_sub(limits::QPN_BASE)?;
-        self.qps.lock().get(i as usize)?.clone()
+        self.qps.get(i as usize)
+    }
+
+    /// The queue pairs that exist now (for listings), in QPN order.
+    pub(crate) fn qps_snapshot(&self) -> Result<KVec<Arc<QpShared>>> {
+        self.qps.snapshot()
+    }
+
+    /// Makes address handle `num`'s address findable by UD sends; `gfp`
+    /// for growing the table (kernel AHs may be created in atomic context).
+    pub(crate) fn insert_ah(
+        &self,
+        num: u32,
+        av: AddressVector,
+        gfp: kernel::alloc::Flags,
+    ) -> Result {
+        self.ahs.insert(num as usize, av, gfp)
+    }
+
+    /// Forgets address handle `num`.
+    pub(crate) fn remove_ah(&self, num: u32) {
+        let _ = self.ahs.take(num as usize);
+    }
+
+    /// The address of address handle `num`.
+    pub(crate) fn ah(&self, num: u32) -> Option<AddressVector> {
+        self.ahs.get(num as usize)
     }
 }
 
@@ -317,12 +347,32 @@ impl Driver for SroceDevice {
         qp::destroy(qp)
     }
 
+    fn fill_qp_attrs(qp: &Qp<Self>, out: &mut crate::rdma::restrack::DriverAttrs<'_>) -> Result {
+        super::qp_res::fill(qp, out)
+    }
+
     fn qp_link(qp: &qp::SroceQp) -> &QpLink<Self> {
         qp.link()
     }
 
     fn post_send(qp: &Qp<Self>) -> Result {
         qp::post_send(qp)
+    }
+
+    fn post_send_wrs(qp: &Qp<Self>, wrs: &mut SendWrs<'_, Self>) -> Result {
+        qp::post_send_wrs(qp, wrs)
+    }
+
+    fn post_recv_wrs(qp: &Qp<Self>, wrs: &mut RecvWrs<'_>) -> Result {
+        qp::post_recv_wrs(qp, wrs)
+    }
+
+    fn post_srq_recv_wrs(srq: &Srq<Self>, wrs: &mut RecvWrs<'_>) -> Result {
+        srq::post_recv_wrs(srq, wrs)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, out: &mut WcOut<'_>) {
+        cq::poll(cq, out)
     }
 
     fn modify_qp(qp: &Qp<Self>, change: &QpAttrChange) -> Result {

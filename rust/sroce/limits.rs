@@ -46,6 +46,8 @@ pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 pub(crate) const MAX_QP: u32 = 0x1_0000;
 /// The first queue pair number handed out (below are reserved).
 pub(crate) const QPN_BASE: u32 = 16;
+/// The general services QP's fixed number.
+pub(crate) const GSI_QPN: u32 = 1;
 /// Work requests per queue.
 pub(crate) const MAX_QP_WR: u32 = 0x4000;
 /// Scatter/gather entries per work request.

@@ -9,20 +9,23 @@ use super::{
     device::SroceDevice,
     limits,
     rc::{self, QpShared, RcState},
+    rc_sessions::SessionOverride,
 };
 use crate::rdma::{
     attr::IbMtu,
     device::{Device, PORT},
+    kwr::{RecvWrs, SendWrs, WqeLimits},
     qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpLink, QpRequest, QpState, QpType},
-    queue::UserProducerQueue,
+    queue::{KernelRingProducer, UserProducerQueue},
     rxe_abi::{CreateQpResp, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     wc::{Completion, WcOpcode},
     wqe::{RecvWqe, SendWqe, WQE_ID_LEN},
 };
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::{
-    new_mutex,
+    new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, Mutex, MutexGuard, SpinLockIrq},
 };
 
 /// PSNs are 24 bits.
@@ -54,17 +57,32 @@ pub(crate) struct QpInner {
     pub(crate) rings: Rings,
     /// The RC connection and its engines, from RTR until error or reset.
     pub(crate) rc: Option<KBox<RcState>>,
+    /// The administrator's override of the session group (`QP_SET`).
+    pub(crate) sessions_override: SessionOverride,
 }
 
 /// sroce's state of one queue pair.
 #[pin_data]
 pub(crate) struct SroceQp {
     qpn: u32,
+    qp_type: QpType,
     #[pin]
     inner: Mutex<QpInner>,
     /// What the receive path and the work item share; in the device's QP
     /// table while the QP exists.
     shared: Arc<QpShared>,
+    /// Kernel consumers' posting into the send and receive rings (`None`
+    /// for a process's QP). Posting may happen in atomic context, so it
+    /// takes these spinlocks, never the QP's mutex.
+    #[pin]
+    sq_post: SpinLockIrq<Option<KernelRingProducer>>,
+    #[pin]
+    rq_post: SpinLockIrq<Option<KernelRingProducer>>,
+    send_limits: WqeLimits,
+    recv_limits: WqeLimits,
+    /// The QP state (`QpState as u8`), readable without the mutex by
+    /// kernel posting; written with the state under the mutex.
+    state: AtomicU8,
 }
 
 impl SroceQp {
@@ -86,6 +104,16 @@ impl SroceQp {
     /// Locks the QP's state.
     pub(crate) fn lock(&self) -> MutexGuard<'_, QpInner> {
         self.inner.lock()
+    }
+
+    /// Publishes the state for kernel posting; call with the QP locked
+    /// after the state changed.
+    pub(crate) fn publish_state(&self, s: QpState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
     }
 }
 
@@ -114,24 +142,21 @@ pub(crate) fn create(
 ) -> Result<(impl PinInit<SroceQp, Error>, QpCreated)> {
     match req.qp_type {
         QpType::Rc | QpType::Ud => {}
+        // QP1 belongs to the kernel's MAD layer.
+        QpType::Gsi if req.user.is_none() => {}
         // Unreliable connected service arrives with the data path's UC mode.
-        QpType::Uc => return Err(EOPNOTSUPP),
+        _ => return Err(EOPNOTSUPP),
     }
-    // Kernel consumers post through `post_send`/`post_recv`, which arrive
-    // with the data path.
-    let Some((uctx, udata)) = req.user.as_ref() else {
-        return Err(EOPNOTSUPP);
-    };
     check_caps(&req)?;
-    if udata.out_len() < core::mem::size_of::<CreateQpResp>() {
-        return Err(EINVAL);
+    let uctx = req.user.as_ref().map(|(u, _)| *u);
+    if let Some((_, udata)) = req.user.as_ref() {
+        if udata.out_len() < core::mem::size_of::<CreateQpResp>() {
+            return Err(EINVAL);
+        }
     }
 
-    let (send, sq_mi) = UserProducerQueue::new(
-        req.caps.max_send_wr.max(1),
-        send_wqe_size(&req.caps),
-        Some(*uctx),
-    )?;
+    let (send, sq_mi) =
+        UserProducerQueue::new(req.caps.max_send_wr.max(1), send_wqe_size(&req.caps), uctx)?;
     let fit = send.elem_size() - SEND_WQE_HEADER;
     let mut caps = QpCaps {
         max_send_wr: send.capacity(),
@@ -146,24 +171,31 @@ pub(crate) fn create(
         let (q, mi) = UserProducerQueue::new(
             req.caps.max_recv_wr.max(1),
             RECV_WQE_HEADER + sges as usize * SGE_SIZE,
-            Some(*uctx),
+            uctx,
         )?;
         caps.max_recv_wr = q.capacity();
         caps.max_recv_sge =
             (((q.elem_size() - RECV_WQE_HEADER) / SGE_SIZE) as u32).min(limits::MAX_SGE);
         (Some(q), mi)
     };
+    let sq_post = send.kernel_producer();
+    let rq_post = recv.as_ref().and_then(UserProducerQueue::kernel_producer);
 
     let shared = QpShared::new()?;
-    let qpn = dev.data().alloc_qpn()?;
+    let qpn = if req.qp_type == QpType::Gsi {
+        limits::GSI_QPN
+    } else {
+        dev.data().alloc_qpn()?
+    };
     let resp = CreateQpResp {
         rq_mi: rq_mi.into(),
         sq_mi: sq_mi.into(),
     };
-    if let Err(e) = udata
-        .write(&resp)
-        .and_then(|()| dev.data().insert_qp(qpn, shared.clone()))
-    {
+    let answered = match req.user.as_ref() {
+        Some((_, udata)) => udata.write(&resp),
+        None => Ok(()),
+    };
+    if let Err(e) = answered.and_then(|()| dev.data().insert_qp(qpn, shared.clone())) {
         dev.data().free_qpn(qpn);
         return Err(e);
     }
@@ -177,18 +209,80 @@ pub(crate) fn create(
     Ok((
         try_pin_init!(SroceQp {
             qpn,
+            qp_type: req.qp_type,
             inner <- new_mutex!(
                 QpInner {
                     attrs,
                     rings: Rings { send, recv },
                     rc: None,
+                    sessions_override: SessionOverride::default(),
                 },
                 "sroce::qp"
             ),
             shared,
+            sq_post <- new_spinlock_irq!(sq_post, "sroce::qp_sq_post"),
+            rq_post <- new_spinlock_irq!(rq_post, "sroce::qp_rq_post"),
+            send_limits: WqeLimits {
+                max_sge: caps.max_send_sge,
+                max_inline: caps.max_inline_data,
+            },
+            recv_limits: WqeLimits {
+                max_sge: caps.max_recv_sge,
+                max_inline: 0,
+            },
+            state: AtomicU8::new(QpState::Reset as u8),
         }),
         QpCreated { qpn, caps },
     ))
+}
+
+/// Posts a kernel consumer's send work requests into the send ring and
+/// wakes the work item, which runs them as it runs a process's WQEs.
+pub(crate) fn post_send_wrs(qp: &Qp<SroceDevice>, wrs: &mut SendWrs<'_, SroceDevice>) -> Result {
+    let d = qp.data();
+    let state = d.state();
+    if state == QpState::Reset as u8 || state == QpState::Init as u8 || state == QpState::Rtr as u8
+    {
+        return Err(EINVAL);
+    }
+    let posted = {
+        let mut guard = d.sq_post.lock();
+        let prod = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+        let mut r = Ok(());
+        while !wrs.is_empty() {
+            let ah_num = wrs.ah().map_or(0, |ah| ah.data().num());
+            r = prod.push_with(|slot| wrs.encode(slot, &d.send_limits, ah_num));
+            if r.is_err() {
+                break;
+            }
+            wrs.advance();
+        }
+        r
+    };
+    // Even after a failure, what was posted before it must run.
+    d.shared.schedule();
+    posted
+}
+
+/// Posts a kernel consumer's receive work requests into the receive ring.
+pub(crate) fn post_recv_wrs(qp: &Qp<SroceDevice>, wrs: &mut RecvWrs<'_>) -> Result {
+    let d = qp.data();
+    if d.state() == QpState::Reset as u8 {
+        return Err(EINVAL);
+    }
+    let mut guard = d.rq_post.lock();
+    // No receive ring: the QP receives from an SRQ (or is a process's).
+    let prod = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    while !wrs.is_empty() {
+        prod.push_with(|slot| wrs.encode(slot, &d.recv_limits))?;
+        wrs.advance();
+    }
+    drop(guard);
+    if d.state() == QpState::Err as u8 {
+        // The work item flushes what is posted in the error state.
+        d.shared.schedule();
+    }
+    Ok(())
 }
 
 pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
@@ -204,10 +298,6 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 /// The send doorbell: runs the requester if the QP may send.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     let mut inner = qp.data().inner.lock();
-    if inner.attrs.qp_type != Some(QpType::Rc) {
-        // UD sends arrive with the UD data path.
-        return Err(EOPNOTSUPP);
-    }
     match inner.attrs.state {
         QpState::Reset | QpState::Init | QpState::Rtr => return Err(EINVAL),
         QpState::Err => {
@@ -286,7 +376,7 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
         a.sq_psn = p & PSN_MASK;
     }
     if entering_rtr && a.qp_type == Some(QpType::Rc) {
-        let state = RcState::new(qp.data().qpn, a);
+        let state = RcState::new(qp.device(), qp.data().qpn, a, &inner.sessions_override);
         match state {
             Ok(s) => inner.rc = Some(s),
             Err(e) => {
@@ -294,6 +384,7 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
                 // leave it in the error state, as a failed transition
                 // would in hardware.
                 inner.attrs.state = QpState::Err;
+                qp.data().publish_state(QpState::Err);
                 rc::enter_error(qp, inner);
                 return Err(e);
             }
@@ -321,6 +412,7 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
             ..QpAttrs::default()
         };
     }
+    qp.data().publish_state(inner.attrs.state);
     Ok(())
 }
 
@@ -339,23 +431,26 @@ pub(crate) fn attrs(qp: &Qp<SroceDevice>) -> QpAttrs {
 pub(crate) fn flush(qp: &Qp<SroceDevice>, rings: &mut Rings) {
     let qpn = qp.data().qpn;
     let mut buf = [0u8; WQE_ID_LEN];
+    // Each slot goes back before its completion is visible: the process
+    // may post into it as soon as it polls the completion.
     while let Ok(n) = rings.send.copy_oldest(&mut buf) {
+        rings.send.retire();
         if let Ok((wr_id, opcode)) = SendWqe::id_and_completion(&buf[..n]) {
             let _ = cq::post(
                 qp.send_cq(),
+                qp,
                 &Completion::flushed(wr_id, opcode, qpn),
                 false,
             );
         }
-        rings.send.retire();
     }
     if let Some(recv) = rings.recv.as_mut() {
         while let Ok(n) = recv.copy_oldest(&mut buf) {
+            recv.retire();
             if let Ok(wr_id) = RecvWqe::id(&buf[..n]) {
                 let c = Completion::flushed(wr_id, WcOpcode::Recv, qpn);
-                let _ = cq::post(qp.recv_cq(), &c, false);
+                let _ = cq::post(qp.recv_cq(), qp, &c, false);
             }
-            recv.retire();
         }
     }
 }

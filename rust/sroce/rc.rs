@@ -6,27 +6,36 @@
 //!
 //! Everything runs in the QP's work item (process context) under the QP's
 //! lock; the receive softirq only queues packets ([`QpShared::queue_rx`])
-//! and schedules the work. Not yet here: the retransmit and RNR timers (a
-//! lost packet or an RNR NAK stalls the send queue until the next doorbell
-//! or received packet runs the work item again), SRQ receives, SEND with
-//! invalidate and atomics (completed or NAKed with an error).
+//! and schedules the work, and the QP's timer ([`super::rc_timers`]) only
+//! schedules it too. Not yet here: SEND with invalidate.
 
-use super::{cq, device::SroceDevice, io, io::RxPacket, qp::QpInner};
+use super::{
+    cq,
+    device::SroceDevice,
+    io,
+    io::{counters::Counter, RxPacket},
+    qp::QpInner,
+    rc_sessions::{GoBack, Origin, QpSessions, SessionOverride},
+    rc_timers::{Now, RcTimers},
+    srq::Taken,
+};
 use crate::net::addr::IpAddr;
 use crate::rdma::{
     access::Access,
     av::AddressVector,
     device::Device,
-    qp::{Qp, QpLink, QpState},
+    qp::{Qp, QpLink, QpState, QpType},
+    queue::UserProducerQueue,
     rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+    srq::Srq,
     wc::{Completion, WcOpcode, WcStatus},
     wqe::{RecvWqe, SendData, SendOp, SendWqe, Sge, MAX_SGE},
 };
 use crate::roce::{
-    aeth::{Aeth, NakCode},
+    aeth::{Aeth, NakCode, Syndrome},
     atomic_ack_eth::AtomicAckEth,
     bth::Bth,
-    completer::{Action, Response},
+    completer::{Action, Response, ResponseKind},
     ieth::Ieth,
     immdt::ImmDt,
     opcode::{ExtHeader, Opcode, Operation, Transport},
@@ -34,26 +43,49 @@ use crate::roce::{
     psn::Psn,
     requester::{RequestPacket, RequesterConfig, SendQueue},
     responder::{
-        Decision, Outcome, Reply, Request, Responder, ResponderConfig, Work as RespWork, WorkKind,
+        Decision, Outcome, ReadAtomicResource, Reply, Request, ResponderConfig, ResponderWith,
+        Work as RespWork, WorkKind,
     },
     reth::Reth,
     segment::{Mtu, WqeOp},
 };
 use kernel::{
+    alloc::KVBox,
     new_spinlock_irq, new_work,
     prelude::*,
-    sync::{Arc, SpinLockIrq},
+    sync::{Arc, ArcBorrow, SpinLockIrq},
+    time::{
+        hrtimer::{HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart, RelativeMode},
+        Instant, Monotonic,
+    },
     workqueue::{Work, WorkItem},
 };
 
 /// Send work requests the requester engine holds at once (taken from the
 /// ring, not yet completed).
 const SQ_DEPTH: usize = 32;
-/// RDMA READ/atomic responder resources.
-const RD_ATOM: usize = 16;
+/// RDMA READ/atomic responder resources: as many as the device promises
+/// (`max_qp_rd_atom`), since initiators size their depth from it.
+const RD_ATOM: usize = super::limits::MAX_QP_RD_ATOM as usize;
+
+/// A responder's READ/atomic resources, on the heap (128 of them are 4 KiB:
+/// not for a kernel stack).
+pub(crate) struct ResourceSlots(KVVec<Option<ReadAtomicResource>>);
+
+impl AsRef<[Option<ReadAtomicResource>]> for ResourceSlots {
+    fn as_ref(&self) -> &[Option<ReadAtomicResource>] {
+        &self.0
+    }
+}
+
+impl AsMut<[Option<ReadAtomicResource>]> for ResourceSlots {
+    fn as_mut(&mut self) -> &mut [Option<ReadAtomicResource>] {
+        &mut self.0
+    }
+}
 /// Received packets queued for the work item at most; more are dropped
 /// (and counted), as a NIC's full receive FIFO would.
-const RX_QUEUE_LEN: usize = 128;
+const RX_QUEUE_LEN: usize = 512;
 /// Largest payload of one packet (path MTU 4096).
 const MAX_PAYLOAD: usize = 4096;
 
@@ -65,6 +97,9 @@ pub(crate) struct QpShared {
     link: QpLink<SroceDevice>,
     #[pin]
     work: Work<QpShared>,
+    /// Wakes the work item when a requester deadline is due.
+    #[pin]
+    timer: HrTimer<QpShared>,
     /// Received packets; `closed` once the QP is being destroyed.
     #[pin]
     rx: SpinLockIrq<RxQueue>,
@@ -72,13 +107,37 @@ pub(crate) struct QpShared {
 
 /// Packets waiting for the work item.
 struct RxQueue {
-    packets: KVec<RxPacket>,
+    packets: KVVec<RxPacket>,
+    /// An empty vector of the same capacity, swapped with `packets` when
+    /// the work item takes a batch (and given back empty).
+    spare: KVVec<RxPacket>,
     /// No more scheduling: the QP is going away.
     closed: bool,
 }
 
 kernel::impl_has_work! {
     impl HasWork<Self> for QpShared { self.work }
+}
+
+kernel::impl_has_hr_timer! {
+    impl HasHrTimer<Self> for QpShared {
+        mode: RelativeMode<Monotonic>,
+        field: self.timer
+    }
+}
+
+impl HrTimerCallback for QpShared {
+    type Pointer<'a> = Arc<QpShared>;
+
+    fn run(
+        this: ArcBorrow<'_, QpShared>,
+        _ctx: HrTimerCallbackContext<'_, Self>,
+    ) -> HrTimerRestart {
+        // Hard interrupt context: only wake the work item, which checks
+        // the deadlines under the QP's lock.
+        Arc::<QpShared>::from(this).schedule();
+        HrTimerRestart::NoRestart
+    }
 }
 
 impl WorkItem for QpShared {
@@ -98,9 +157,11 @@ impl QpShared {
             try_pin_init!(Self {
                 link <- QpLink::new(),
                 work <- new_work!("sroce::qp_work"),
+                timer <- HrTimer::new(),
                 rx <- new_spinlock_irq!(
                     RxQueue {
-                        packets: KVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
+                        packets: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
+                        spare: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
                         closed: false,
                     },
                     "sroce::qp_rx"
@@ -153,17 +214,30 @@ impl QpShared {
         crate::rdma::work::flush(&self.work);
     }
 
-    fn pop_rx(&self) -> Option<RxPacket> {
+    /// Takes every queued packet at once (the receive path goes on
+    /// queueing into the spare vector meanwhile); give the emptied vector
+    /// back with [`QpShared::return_batch`].
+    pub(crate) fn take_batch(&self) -> KVVec<RxPacket> {
         let mut q = self.rx.lock();
-        if q.packets.is_empty() {
-            return None;
+        let spare = core::mem::take(&mut q.spare);
+        core::mem::replace(&mut q.packets, spare)
+    }
+
+    /// Returns a batch's vector, emptied (packets are dropped outside the
+    /// IRQ-disabling lock), as the next spare.
+    pub(crate) fn return_batch(&self, mut batch: KVVec<RxPacket>) {
+        batch.clear();
+        let mut q = self.rx.lock();
+        if q.spare.capacity() < batch.capacity() {
+            q.spare = batch;
+            return;
         }
-        q.packets.remove(0).ok()
+        drop(q);
     }
 }
 
 /// The IP address of a GID (IPv4-mapped GIDs are IPv4).
-fn gid_ip(gid: &[u8; 16]) -> IpAddr {
+pub(crate) fn gid_ip(gid: &[u8; 16]) -> IpAddr {
     if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
         IpAddr::V4([gid[12], gid[13], gid[14], gid[15]])
     } else {
@@ -174,7 +248,7 @@ fn gid_ip(gid: &[u8; 16]) -> IpAddr {
 /// The connection and engines of an RC QP from RTR on.
 pub(crate) struct RcState {
     sq: SendQueue<SQ_DEPTH>,
-    resp: Responder<RD_ATOM>,
+    resp: ResponderWith<ResourceSlots>,
     flow: io::Flow,
     dest_qpn: u32,
     /// Send WQEs taken from the ring, by tag modulo `SQ_DEPTH`.
@@ -189,11 +263,22 @@ pub(crate) struct RcState {
     recv: Option<RecvWqe>,
     /// Staging for one packet's payload.
     scratch: KVec<u8>,
+    /// The transport and RNR timers.
+    timers: RcTimers,
+    /// The session group: which 5-tuple each message takes.
+    pub(crate) sessions: KVBox<QpSessions<SQ_DEPTH>>,
+    /// Origin of the sessions' microsecond clock.
+    epoch: Now,
 }
 
 impl RcState {
     /// A connection as the attributes at RTR describe it.
-    pub(crate) fn new(qpn: u32, a: &crate::rdma::qp::QpAttrs) -> Result<KBox<Self>> {
+    pub(crate) fn new(
+        dev: &Device<SroceDevice>,
+        qpn: u32,
+        a: &crate::rdma::qp::QpAttrs,
+        ov: &SessionOverride,
+    ) -> Result<KBox<Self>> {
         let av: AddressVector = a.av.ok_or(EINVAL)?;
         let mtu = Mtu::from_ib(a.path_mtu as u8).ok_or(EINVAL)?;
         let flow = io::Flow {
@@ -208,16 +293,29 @@ impl RcState {
             ),
             tclass: av.traffic_class,
             hop_limit: av.hop_limit,
+            out: io::OutPort::Device,
         };
+        let defaults = *dev.data().sessions.lock();
+        let epoch = Instant::<Monotonic>::now();
+        let rto_us = crate::roce::timer::transport_timeout_ns(a.timeout).map(|ns| ns / 1000);
+        let origin = Origin {
+            qpn,
+            flow0: flow,
+            ports: defaults.ports,
+            retry_cnt: a.retry_cnt,
+            rto_us,
+        };
+        let sessions = QpSessions::new(dev, origin, &ov.apply(defaults.group), 0)?;
         let mut rcfg = ResponderConfig::new(mtu);
         rcfg.max_dest_rd_atomic = a.max_dest_rd_atomic.min(RD_ATOM as u8);
         rcfg.min_rnr_timer = a.min_rnr_timer;
+        let slots = ResourceSlots(KVVec::from_elem(None, RD_ATOM, GFP_KERNEL)?);
         let mut scratch = KVec::with_capacity(MAX_PAYLOAD, GFP_KERNEL)?;
         scratch.resize(MAX_PAYLOAD, 0, GFP_KERNEL)?;
         Ok(KBox::new(
             Self {
                 sq: SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn)),
-                resp: Responder::new(rcfg, Psn::new(a.rq_psn)),
+                resp: ResponderWith::with_storage(slots, rcfg, Psn::new(a.rq_psn)),
                 flow,
                 dest_qpn: a.dest_qpn,
                 wqes: KVVec::from_elem(None, SQ_DEPTH, GFP_KERNEL)?,
@@ -226,6 +324,9 @@ impl RcState {
                 local_error: None,
                 recv: None,
                 scratch,
+                timers: RcTimers::new(a.timeout),
+                sessions,
+                epoch,
             },
             GFP_KERNEL,
         )?)
@@ -239,36 +340,86 @@ impl RcState {
         cfg
     }
 
+    /// The requester's next PSN, its oldest unacknowledged PSN and the
+    /// responder's expected PSN.
+    pub(crate) fn psns(&self) -> (u32, u32, u32) {
+        (
+            self.sq.next_psn().value(),
+            self.sq.una().value(),
+            self.resp.epsn().value(),
+        )
+    }
+
+    /// Applies a changed session override now (see
+    /// [`QpSessions::reconfigure`]).
+    pub(crate) fn reconfigure_sessions(
+        &mut self,
+        dev: &Device<SroceDevice>,
+        ov: &SessionOverride,
+    ) -> Result {
+        let cfg = ov.apply(dev.data().sessions.lock().group);
+        let now_us = self.now_us(Instant::<Monotonic>::now());
+        self.sessions.reconfigure(dev, &cfg, now_us)
+    }
+
+    /// Microseconds since the connection began, the sessions' clock.
+    fn now_us(&self, now: Now) -> u64 {
+        u64::try_from((now - self.epoch).as_micros_ceil()).unwrap_or(0)
+    }
+
     /// The QP enters RTS: the requester starts at `sq_psn`.
     pub(crate) fn ready_to_send(&mut self, a: &crate::rdma::qp::QpAttrs) {
         let mtu = self.sq.config().mtu;
         self.sq = SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn));
+        self.timers.set_timeout(a.timeout);
     }
 }
 
-/// The work item's body: received packets, then new send work, then
-/// completions.
+/// The work item's body: due timers, received packets, then new send
+/// work, completions and the timers for what is outstanding.
 fn run(qp: &Qp<SroceDevice>) {
     let shared = qp.data().shared();
+    let counters = &qp.device().data().io.counters;
     let mut guard = qp.data().lock();
     let inner = &mut *guard;
-    if inner.rc.is_none() {
-        // Not connected (or reset): drop what arrived.
-        while shared.pop_rx().is_some() {}
+    // QP1 (GSI) is a UD QP with a fixed number.
+    if matches!(inner.attrs.qp_type, Some(QpType::Ud | QpType::Gsi)) {
+        super::ud::run(qp, inner, shared);
         return;
     }
+    if inner.rc.is_none() {
+        // Not connected (or reset): drop what arrived. Work a kernel
+        // consumer posted in the error state completes flushed.
+        shared.return_batch(shared.take_batch());
+        if inner.attrs.state == QpState::Err {
+            super::qp::flush(qp, &mut inner.rings);
+        }
+        return;
+    }
+    let now: Now = Instant::<Monotonic>::now();
     if let Some(rc) = inner.rc.as_mut() {
-        if rc.sq.waiting_rnr() {
-            // No RNR timer yet: resume on the next run.
-            let _ = rc.sq.on_rnr_timer();
+        let rc: &mut RcState = rc;
+        if rc.timers.expire(now, &mut rc.sq) {
+            counters.inc(Counter::LocalAckTimeout);
+            let a = go_back(rc, GoBack::Timeout, now, |sq| sq.on_timeout());
+            count_action(counters, &a);
+            rc.timers.on_action(now, &a);
         }
     }
-    while let Some(pkt) = shared.pop_rx() {
-        receive(qp, inner, &pkt);
+    let mut batch = shared.take_batch();
+    for pkt in batch.drain_all() {
+        receive(qp, inner, &pkt, now);
         pkt.consume();
     }
-    send(qp, inner);
+    shared.return_batch(batch);
+    send(qp, inner, now);
     complete_sends(qp, inner);
+    if let Some(rc) = inner.rc.as_mut() {
+        let rc: &mut RcState = rc;
+        let now_us = rc.now_us(now);
+        let poll = rc.sessions.poll(now_us);
+        rc.timers.update(now, &rc.sq, poll, shared);
+    }
     if inner
         .rc
         .as_ref()
@@ -276,11 +427,55 @@ fn run(qp: &Qp<SroceDevice>) {
         && inner.attrs.state != QpState::Err
     {
         inner.attrs.state = QpState::Err;
+        qp.data().publish_state(QpState::Err);
         enter_error(qp, inner);
     }
 }
 
-fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
+/// The requester goes back (`why`): with several sessions the group
+/// charges the session that carried the oldest request and picks where to
+/// resend (the send queue's own retry budget is kept full: the group's
+/// per-session budgets decide, and the request fails only when all are
+/// spent); with one session the send queue decides alone, as in rxe.
+/// `step` is the send queue's own reaction (timeout or response).
+fn go_back(
+    rc: &mut RcState,
+    why: GoBack,
+    now: Now,
+    step: impl FnOnce(&mut SendQueue<SQ_DEPTH>) -> Action,
+) -> Action {
+    let now_us = rc.now_us(now);
+    let multi = rc.sessions.is_multi();
+    if multi {
+        rc.sq.refill_retries();
+    }
+    let oldest = rc.sq.oldest_tag();
+    let a = step(&mut rc.sq);
+    if !matches!(a, Action::Retransmit { .. }) {
+        return a;
+    }
+    match rc.sessions.go_back(why, oldest, now_us) {
+        Err(_) if multi => rc.sq.abort(crate::roce::wc::WcStatus::RetryExcErr),
+        _ => a,
+    }
+}
+
+/// Counts what the requester does about a response or a timeout.
+fn count_action(counters: &io::counters::IoCounters, a: &Action) {
+    match a {
+        Action::Retransmit { .. } => counters.inc(Counter::CompleterRetry),
+        Action::RnrWait { .. } => counters.inc(Counter::RcvdRnrNak),
+        Action::Fatal {
+            status: crate::roce::wc::WcStatus::RetryExcErr,
+        } => counters.inc(Counter::RetryExceeded),
+        Action::Fatal {
+            status: crate::roce::wc::WcStatus::RnrRetryExcErr,
+        } => counters.inc(Counter::RnrRetryExceeded),
+        _ => {}
+    }
+}
+
+fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) {
     let Ok((h, rest)) = Headers::parse(pkt.head()) else {
         return;
     };
@@ -302,7 +497,7 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
         return;
     }
     if op.is_response() {
-        on_response(qp, inner, &h, pkt, header_len, payload_len);
+        on_response(qp, inner, &h, pkt, header_len, payload_len, now);
     } else if op.is_request() && inner.attrs.state != QpState::Init {
         on_request(qp, inner, &h, pkt, header_len, payload_len);
     }
@@ -341,7 +536,7 @@ fn for_each_piece(
 
 /// Writes `data` into the local buffer `sges` at message byte `offset`,
 /// checking each piece under the QP's PD with `right`.
-fn scatter(
+pub(crate) fn scatter(
     dev: &Device<SroceDevice>,
     qp: &Qp<SroceDevice>,
     sges: &[Sge],
@@ -359,7 +554,7 @@ fn scatter(
 }
 
 /// Fills `out` from the local buffer `sges` at message byte `offset`.
-fn gather(
+pub(crate) fn gather(
     dev: &Device<SroceDevice>,
     qp: &Qp<SroceDevice>,
     sges: &[Sge],
@@ -388,8 +583,20 @@ fn on_request(
         return;
     };
     let Some(rc) = inner.rc.as_mut() else { return };
-    let recv_ready =
-        rc.recv.is_some() || inner.rings.recv.as_ref().is_some_and(|r| r.pending() > 0);
+    if req.psn.diff(rc.resp.epsn()) < 0 {
+        qp.device()
+            .data()
+            .io
+            .counters
+            .inc(Counter::DuplicateRequest);
+    }
+    let recv_ready = rc.recv.is_some()
+        || match qp.srq() {
+            // A shared queue's WQE is taken (for good) only when a request
+            // at the expected PSN needs one; the QP holds it from then on.
+            Some(srq) => needs_recv(rc, &req) && take_from_srq(qp, srq, rc),
+            None => inner.rings.recv.as_ref().is_some_and(|r| r.pending() > 0),
+        };
     let reply = match rc.resp.receive(&req, recv_ready) {
         Decision::Reply(r) => r,
         Decision::Execute(work) => {
@@ -400,7 +607,7 @@ fn on_request(
             reply
         }
     };
-    send_reply(qp, inner, reply);
+    send_reply(qp, inner, reply, pkt.ingress());
 }
 
 /// Performs the memory work of an accepted request.
@@ -427,19 +634,8 @@ fn execute(
                 // Invalidation (memory windows) is not implemented.
                 return Outcome::Failed(NakCode::InvalidRequest);
             }
-            if first {
-                let Some(rq) = rings.recv.as_ref() else {
-                    return Outcome::Failed(NakCode::RemoteOperationalError);
-                };
-                let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
-                let max_sge = inner_max_recv_sge(rq.elem_size());
-                let parsed = rq
-                    .copy_pending(0, &mut buf)
-                    .and_then(|n| RecvWqe::parse(&buf[..n], max_sge));
-                match parsed {
-                    Ok(w) => rc.recv = Some(w),
-                    Err(_) => return Outcome::Failed(NakCode::RemoteOperationalError),
-                }
+            if first && !load_recv(rings.recv.as_ref(), rc) {
+                return Outcome::Failed(NakCode::RemoteOperationalError);
             }
             let Some(data) = load(&mut rc.scratch, pkt, header_len, len) else {
                 return Outcome::Failed(NakCode::RemoteOperationalError);
@@ -483,20 +679,9 @@ fn execute(
                     return Outcome::Failed(NakCode::RemoteAccessError);
                 }
             }
-            if imm {
-                // The immediate consumes a receive WQE.
-                let Some(rq) = rings.recv.as_ref() else {
-                    return Outcome::Failed(NakCode::RemoteOperationalError);
-                };
-                let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
-                let max_sge = inner_max_recv_sge(rq.elem_size());
-                match rq
-                    .copy_pending(0, &mut buf)
-                    .and_then(|n| RecvWqe::parse(&buf[..n], max_sge))
-                {
-                    Ok(w) => rc.recv = Some(w),
-                    Err(_) => return Outcome::Failed(NakCode::RemoteOperationalError),
-                }
+            // The immediate consumes a receive WQE.
+            if imm && !load_recv(rings.recv.as_ref(), rc) {
+                return Outcome::Failed(NakCode::RemoteOperationalError);
             }
             if len == 0 {
                 return Outcome::Done;
@@ -571,8 +756,62 @@ fn load<'a>(
 }
 
 /// SGEs a receive slot of `elem_size` bytes holds.
-fn inner_max_recv_sge(elem_size: usize) -> usize {
+pub(crate) fn inner_max_recv_sge(elem_size: usize) -> usize {
     (elem_size.saturating_sub(RECV_WQE_HEADER) / SGE_SIZE).min(MAX_SGE)
+}
+
+/// Makes `rc.recv` the receive WQE of a new message: a copy of the oldest
+/// in the QP's own ring `rq` (its slot retires at completion) or, with a
+/// shared queue, the WQE `on_request` took. False if there is none.
+fn load_recv(rq: Option<&UserProducerQueue>, rc: &mut RcState) -> bool {
+    let Some(rq) = rq else {
+        return rc.recv.is_some();
+    };
+    let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
+    let max_sge = inner_max_recv_sge(rq.elem_size());
+    rc.recv = rq
+        .copy_pending(0, &mut buf)
+        .and_then(|n| RecvWqe::parse(&buf[..n], max_sge))
+        .ok();
+    rc.recv.is_some()
+}
+
+/// Whether `req` is the next request and starts a message that consumes a
+/// receive WQE (SEND First/Only, WRITE with immediate).
+fn needs_recv(rc: &RcState, req: &Request) -> bool {
+    use Operation as O;
+    !rc.resp.is_error()
+        && req.psn == rc.resp.epsn()
+        && matches!(
+            req.operation,
+            O::SendFirst
+                | O::SendOnly
+                | O::SendOnlyWithImmediate
+                | O::SendOnlyWithInvalidate
+                | O::RdmaWriteOnlyWithImmediate
+                | O::RdmaWriteLastWithImmediate
+        )
+}
+
+/// Takes the next WQE of the shared queue for `rc`; false if it is empty.
+/// A WQE that does not parse completes in error and the next is tried.
+fn take_from_srq(qp: &Qp<SroceDevice>, srq: &Srq<SroceDevice>, rc: &mut RcState) -> bool {
+    loop {
+        match super::srq::take(srq) {
+            Taken::Empty => return false,
+            Taken::Wqe(w) => {
+                rc.recv = Some(w);
+                return true;
+            }
+            Taken::Malformed(wr_id) => {
+                let c = Completion {
+                    status: WcStatus::LocQpOpErr,
+                    ..Completion::flushed(wr_id, WcOpcode::Recv, qp.data().qpn())
+                };
+                let _ = cq::post(qp.recv_cq(), qp, &c, false);
+            }
+        }
+    }
 }
 
 /// Completes the receive WQE a request used, if the message ended (or
@@ -588,7 +827,10 @@ fn finish_recv(
         WorkKind::Send {
             offset, len, last, ..
         } => (last, offset.saturating_add(len), WcOpcode::Recv),
-        WorkKind::Write { imm: true, .. } => (true, 0, WcOpcode::RecvRdmaWithImm),
+        // The whole WRITE's length, as rxe and hardware report it.
+        WorkKind::Write {
+            imm: true, dma_len, ..
+        } => (true, dma_len, WcOpcode::RecvRdmaWithImm),
         _ => return,
     };
     let failed = matches!(outcome, Outcome::Failed(_));
@@ -614,15 +856,17 @@ fn finish_recv(
         src_qp: rc.dest_qpn,
         grh: false,
     };
-    let _ = cq::post(qp.recv_cq(), &c, h.bth.solicited);
+    // The slot goes back first: a process that sees the completion may
+    // post into it at once.
     if let Some(rq) = rings.recv.as_mut() {
         rq.retire();
     }
+    let _ = cq::post(qp.recv_cq(), qp, &c, h.bth.solicited);
 }
 
 /// Sends one packet with `headers` and `payload_len` bytes that `fill`
 /// writes.
-fn send_packet(
+pub(crate) fn send_packet(
     dev: &Device<SroceDevice>,
     flow: &io::Flow,
     headers: &Headers,
@@ -640,24 +884,42 @@ fn send_packet(
     Ok(())
 }
 
-fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply) {
+/// Sends `reply` to a request that arrived through net device `ingress`:
+/// out through the same device, so replies return over the path that
+/// delivered the request (with several paths, a path that delivers
+/// requests is known to work), from the QP's RoCEv2 source port.
+fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply, ingress: i32) {
     let dev = qp.device();
     let Some(rc) = inner.rc.as_mut() else { return };
+    let flow = io::Flow {
+        out: if ingress > 0 {
+            io::OutPort::Ifindex(ingress)
+        } else {
+            io::OutPort::Device
+        },
+        ..rc.flow
+    };
     let ack = |op: Operation, psn: Psn, aeth: Aeth| {
         let mut h = Headers::new(Bth::new(Opcode::new(Transport::Rc, op), rc.dest_qpn, psn));
         h.aeth = Some(aeth);
         h
     };
+    let counters = &dev.data().io.counters;
     match reply {
         Reply::None => {}
         Reply::Ack { psn, aeth } | Reply::FatalNak { psn, aeth } => {
+            match aeth.syndrome {
+                Syndrome::RnrNak { .. } => counters.inc(Counter::SentRnrNak),
+                Syndrome::Nak(NakCode::PsnSequenceError) => counters.inc(Counter::SentSeqNak),
+                _ => {}
+            }
             let h = ack(Operation::Acknowledge, psn, aeth);
-            let _ = send_packet(dev, &rc.flow, &h, 0, |_| Ok(()));
+            let _ = send_packet(dev, &flow, &h, 0, |_| Ok(()));
         }
         Reply::AtomicAck { psn, aeth, orig } => {
             let mut h = ack(Operation::AtomicAcknowledge, psn, aeth);
             h.atomic_ack_eth = Some(AtomicAckEth { orig });
-            let _ = send_packet(dev, &rc.flow, &h, 0, |_| Ok(()));
+            let _ = send_packet(dev, &flow, &h, 0, |_| Ok(()));
         }
         Reply::Read(rr) => {
             for p in rr.packets() {
@@ -675,7 +937,7 @@ fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply) {
                     Access::REMOTE_READ,
                 );
                 let Ok(mr) = mr else { break };
-                let r = send_packet(dev, &rc.flow, &h, p.len as usize, |out| {
+                let r = send_packet(dev, &flow, &h, p.len as usize, |out| {
                     mr.copy_from(p.va, out)
                 });
                 if r.is_err() {
@@ -693,13 +955,30 @@ fn on_response(
     pkt: &RxPacket,
     header_len: usize,
     payload_len: usize,
+    now: Now,
 ) {
     let dev = qp.device();
+    let counters = &dev.data().io.counters;
     let Some(rc) = inner.rc.as_mut() else { return };
     let Ok(r) = Response::from_headers(h, payload_len) else {
         return;
     };
-    match rc.sq.on_response(&r) {
+    let seq_nak = matches!(
+        r.kind,
+        ResponseKind::Ack(Syndrome::Nak(NakCode::PsnSequenceError))
+    );
+    if seq_nak {
+        counters.inc(Counter::RcvdSeqNak);
+    }
+    let why = if seq_nak {
+        GoBack::SequenceNak
+    } else {
+        GoBack::Other
+    };
+    let action = go_back(rc, why, now, |sq| sq.on_response(&r));
+    count_action(counters, &action);
+    rc.timers.on_action(now, &action);
+    match action {
         Action::PlaceReadData { tag, offset, len } => {
             let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH).copied() else {
                 return;
@@ -734,9 +1013,8 @@ fn on_response(
                 fail_local(rc, tag, s);
             }
         }
-        // No timers yet: an RNR wait ends at the next run of the work
-        // item; the rest needs nothing beyond the completions and sending
-        // that follow.
+        // The rest needs nothing beyond the timers (above), and the
+        // completions and sending that follow.
         _ => {}
     }
 }
@@ -765,7 +1043,7 @@ fn wqe_op(op: SendOp) -> Option<WqeOp> {
 }
 
 /// Takes newly posted WQEs into the engine and sends what it allows.
-fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     let dev = qp.device();
     let caps = inner.attrs.caps;
     let sending = matches!(inner.attrs.state, QpState::Rts);
@@ -811,8 +1089,21 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
             post_taken(rc, tag, Some(wqe));
         }
     }
+    let now_us = rc.now_us(now);
+    let mtu = rc.sq.config().mtu.bytes();
     while let Some(p) = rc.sq.next_packet() {
-        if let Err(s) = send_request(qp, dev, rc, &p) {
+        if p.retransmit {
+            dev.data().io.counters.inc(Counter::RetransmittedPkts);
+        }
+        let wqe_len = match rc.wqes.get(p.tag as usize % SQ_DEPTH) {
+            Some(Some(w)) => w.length,
+            _ => 0,
+        };
+        let flow = rc
+            .sessions
+            .flow_for(&p, wqe_len, mtu, now_us)
+            .unwrap_or(rc.flow);
+        if let Err(s) = send_request(qp, dev, rc, &p, &flow) {
             fail_local(rc, p.tag, s);
             break;
         }
@@ -833,6 +1124,7 @@ fn send_request(
     dev: &Device<SroceDevice>,
     rc: &RcState,
     p: &RequestPacket,
+    flow: &io::Flow,
 ) -> core::result::Result<(), WcStatus> {
     let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH) else {
         return Err(WcStatus::LocQpOpErr);
@@ -874,7 +1166,7 @@ fn send_request(
         0
     };
     let mut local = None;
-    let r = send_packet(dev, &rc.flow, &h, payload, |out| match &w.data {
+    let r = send_packet(dev, flow, &h, payload, |out| match &w.data {
         SendData::Inline { bytes, len } => {
             let src = bytes
                 .get(p.offset as usize..(*len).min(bytes.len()))
@@ -902,7 +1194,11 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     let signal_all = inner.attrs.signal_all;
     let QpInner { rings, rc, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
+    let now_us = rc.now_us(Instant::<Monotonic>::now());
     while let Some(c) = rc.sq.pop_completion() {
+        if c.status == crate::roce::wc::WcStatus::Success {
+            rc.sessions.on_completed(c.tag, c.byte_len, now_us);
+        }
         let w = rc
             .wqes
             .get_mut(c.tag as usize % SQ_DEPTH)
@@ -913,6 +1209,11 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
                 status = s;
             }
         }
+        // The slot goes back before the completion is visible: a process
+        // that polls it may post into the slot at once (a full ring of one
+        // WQE otherwise refuses the next post).
+        rings.send.retire();
+        rc.taken = rc.taken.saturating_sub(1);
         let signaled = w.is_some_and(|w| w.flags.signaled) || signal_all;
         if signaled || status != WcStatus::Success {
             let (wr_id, opcode, byte_len) = match w {
@@ -930,10 +1231,8 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
                 src_qp: 0,
                 grh: false,
             };
-            let _ = cq::post(qp.send_cq(), &comp, false);
+            let _ = cq::post(qp.send_cq(), qp, &comp, false);
         }
-        rings.send.retire();
-        rc.taken = rc.taken.saturating_sub(1);
     }
 }
 
@@ -944,6 +1243,14 @@ pub(crate) fn enter_error(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     if let Some(rc) = inner.rc.as_mut() {
         rc.sq.set_error();
         rc.resp.set_error();
+        // A WQE taken from a shared queue belongs to this QP now: flushed
+        // with it (one from the QP's own ring is flushed from the ring).
+        if qp.srq().is_some() {
+            if let Some(w) = rc.recv.take() {
+                let c = Completion::flushed(w.wr_id, WcOpcode::Recv, qp.data().qpn());
+                let _ = cq::post(qp.recv_cq(), qp, &c, false);
+            }
+        }
     }
     complete_sends(qp, inner);
     inner.rc = None;

@@ -6,29 +6,84 @@
 use super::{device::SroceDevice, limits};
 use crate::rdma::{
     device::Device,
-    queue::UserProducerQueue,
+    kwr::{RecvWrs, WqeLimits},
+    queue::{KernelRingProducer, UserProducerQueue},
     rxe_abi::{CreateSrqResp, RECV_WQE_HEADER, SGE_SIZE},
     srq::{Srq, SrqAttrs, SrqRequest},
+    wqe::{RecvWqe, MAX_SGE},
 };
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    new_mutex, new_spinlock_irq,
+    prelude::*,
+    sync::{Mutex, SpinLockIrq},
+};
+
+/// The mutable part of a shared receive queue: several QPs take WQEs from
+/// the ring, so taking is done under this lock (QP locks come first).
+struct SrqInner {
+    attrs: SrqAttrs,
+    ring: UserProducerQueue,
+}
 
 /// sroce's state of one shared receive queue.
 #[pin_data]
 pub(crate) struct SroceSrq {
     #[pin]
-    attrs: Mutex<SrqAttrs>,
-    ring: UserProducerQueue,
+    inner: Mutex<SrqInner>,
+    /// A kernel consumer's posting into the ring (`None` for a process's
+    /// SRQ); a spinlock, since posting may happen in atomic context.
+    #[pin]
+    post: SpinLockIrq<Option<KernelRingProducer>>,
+    limits: WqeLimits,
+}
+
+/// A WQE taken from a shared receive queue.
+// Returned by value once per message and moved straight into the QP; boxing
+// would allocate in the receive path.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Taken {
+    /// Nothing is posted.
+    Empty,
+    /// The oldest posted WQE, now owned by the taking QP.
+    Wqe(RecvWqe),
+    /// The oldest posted WQE did not parse; it is retired and only its
+    /// identifier is known.
+    Malformed(u64),
+}
+
+/// Takes the oldest posted WQE of `srq`: copied out and its slot handed
+/// back to the process at once, as a NIC does, so no other QP can take it.
+/// Raises the limit event (once, then disarmed) when fewer WQEs than the
+/// armed limit are left.
+pub(crate) fn take(srq: &Srq<SroceDevice>) -> Taken {
+    let mut inner = srq.data().inner.lock();
+    let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
+    let Ok(n) = inner.ring.copy_oldest(&mut buf) else {
+        return Taken::Empty;
+    };
+    let max_sge = (inner.attrs.max_sge as usize).min(MAX_SGE);
+    let taken = match RecvWqe::parse(&buf[..n], max_sge) {
+        Ok(w) => Taken::Wqe(w),
+        Err(_) => Taken::Malformed(RecvWqe::id(&buf[..n]).unwrap_or(0)),
+    };
+    inner.ring.retire();
+    let limit = inner.attrs.limit;
+    let reached = limit > 0 && inner.ring.pending() < limit;
+    if reached {
+        inner.attrs.limit = 0;
+    }
+    drop(inner);
+    if reached {
+        srq.report_limit_reached();
+    }
+    taken
 }
 
 pub(crate) fn create(
     dev: &Device<SroceDevice>,
     req: SrqRequest<'_, SroceDevice>,
 ) -> Result<(impl PinInit<SroceSrq, Error>, SrqAttrs)> {
-    // Kernel consumers post through `post_srq_recv`, which arrives with the
-    // data path.
-    let Some((uctx, udata)) = req.user.as_ref() else {
-        return Err(EOPNOTSUPP);
-    };
+    let uctx = req.user.as_ref().map(|(u, _)| *u);
     let a = req.attrs;
     if a.max_wr == 0
         || a.max_wr > limits::MAX_SRQ_WR
@@ -37,15 +92,15 @@ pub(crate) fn create(
     {
         return Err(EINVAL);
     }
-    if udata.out_len() < core::mem::size_of::<CreateSrqResp>() {
-        return Err(EINVAL);
+    if let Some((_, udata)) = req.user.as_ref() {
+        if udata.out_len() < core::mem::size_of::<CreateSrqResp>() {
+            return Err(EINVAL);
+        }
     }
     let sges = a.max_sge.max(1);
-    let (ring, mi) = UserProducerQueue::new(
-        a.max_wr,
-        RECV_WQE_HEADER + sges as usize * SGE_SIZE,
-        Some(*uctx),
-    )?;
+    let (ring, mi) =
+        UserProducerQueue::new(a.max_wr, RECV_WQE_HEADER + sges as usize * SGE_SIZE, uctx)?;
+    let post = ring.kernel_producer();
     let granted = SrqAttrs {
         max_wr: ring.capacity(),
         max_sge: (((ring.elem_size() - RECV_WQE_HEADER) / SGE_SIZE) as u32)
@@ -58,31 +113,57 @@ pub(crate) fn create(
         srq_num: 0,
         reserved: 0,
     };
-    if let Err(e) = udata.write(&resp) {
-        dev.data().srqs.give();
-        return Err(e);
+    if let Some((_, udata)) = req.user.as_ref() {
+        if let Err(e) = udata.write(&resp) {
+            dev.data().srqs.give();
+            return Err(e);
+        }
     }
     Ok((
         try_pin_init!(SroceSrq {
-            attrs <- new_mutex!(granted, "sroce::srq"),
-            ring,
+            inner <- new_mutex!(
+                SrqInner {
+                    attrs: granted,
+                    ring
+                },
+                "sroce::srq"
+            ),
+            post <- new_spinlock_irq!(post, "sroce::srq_post"),
+            limits: WqeLimits {
+                max_sge: granted.max_sge,
+                max_inline: 0,
+            },
         }),
         granted,
     ))
+}
+
+/// Posts a kernel consumer's receive work requests into the ring.
+pub(crate) fn post_recv_wrs(srq: &Srq<SroceDevice>, wrs: &mut RecvWrs<'_>) -> Result {
+    let d = srq.data();
+    let mut guard = d.post.lock();
+    let prod = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+    while !wrs.is_empty() {
+        prod.push_with(|slot| wrs.encode(slot, &d.limits))?;
+        wrs.advance();
+    }
+    Ok(())
 }
 
 pub(crate) fn destroy(srq: &Srq<SroceDevice>) {
     srq.device().data().srqs.give();
 }
 
+/// Arms the limit event at `limit` WQEs (0 disarms).
 pub(crate) fn set_limit(srq: &Srq<SroceDevice>, limit: u32) -> Result {
-    if limit > srq.data().ring.capacity() {
+    let mut inner = srq.data().inner.lock();
+    if limit > inner.ring.capacity() {
         return Err(EINVAL);
     }
-    srq.data().attrs.lock().limit = limit;
+    inner.attrs.limit = limit;
     Ok(())
 }
 
 pub(crate) fn attrs(srq: &Srq<SroceDevice>) -> SrqAttrs {
-    *srq.data().attrs.lock()
+    srq.data().inner.lock().attrs
 }

@@ -8,16 +8,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 [[ $LINK_TYPE == sroce ]] || skip "tests sroce's data path"
-require_module_file
-load_sroce
-on_exit unload_sroce
-two_hosts
-add_link h1 sroce1 v1
-add_link h2 sroce2 v2
-wait_port_active sroce1
-wait_port_active sroce2
-g1=$(gid_index sroce1 10.77.1.1)
-g2=$(gid_index sroce2 10.77.1.2)
+two_devices
+g1=$G1 g2=$G2
 log "RoCE v2 GID index for 10.77.1.1 on sroce1: $g1, for 10.77.1.2 on sroce2: $g2"
 
 counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }

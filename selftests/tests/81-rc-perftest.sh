@@ -6,17 +6,9 @@
 . "$(dirname "$0")/../lib.sh"
 
 [[ $LINK_TYPE == sroce ]] || skip "tests sroce's data path"
-require_module_file
 command -v ib_write_bw >/dev/null || skip "perftest is not installed"
-load_sroce
-on_exit unload_sroce
-two_hosts
-add_link h1 sroce1 v1
-add_link h2 sroce2 v2
-wait_port_active sroce1
-wait_port_active sroce2
-g1=$(gid_index sroce1 10.77.1.1)
-g2=$(gid_index sroce2 10.77.1.2)
+two_devices
+g1=$G1 g2=$G2
 
 run_pair h1 "ib_write_bw -d sroce1 -x $g1 -n 5 -s 65536 -F" \
 	h2 "ib_write_bw -d sroce2 -x $g2 -n 5 -s 65536 -F 10.77.1.1"

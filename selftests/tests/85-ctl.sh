@@ -15,7 +15,7 @@ module_loaded sroce && unload_sroce
 assert_fails_with "family 'sroce' not found" "$SROCE" dev show
 
 one_device_in_h1
-defaults="$DEV1: ifindex [0-9]+ group-size 1 policy hash ports 61000-65535"
+defaults="$DEV1: ifindex [0-9]+ group-size 1 policy hash ports 61000-65535 reorder-guard on"
 
 # show, as a dump and for one device, from the root namespace and from h1
 # (RDMA devices are shared between namespaces).
@@ -29,14 +29,16 @@ assert_match "$(in_h1 "$SROCE" dev show "$DEV1")" "^$defaults\$" "dev show $DEV1
 
 # set: each setting, then all at once; show reflects it.
 assert_ok "$SROCE" dev set "$DEV1" group-size 4
-assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy hash ports 61000-65535\$" "group-size 4"
+assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy hash ports 61000-65535 reorder-guard on\$" "group-size 4"
 assert_ok "$SROCE" dev set "$DEV1" policy failover
-assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy failover ports 61000-65535\$" "policy failover"
+assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy failover ports 61000-65535 reorder-guard on\$" "policy failover"
 assert_ok "$SROCE" dev set "$DEV1" ports 62000-62999
-assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy failover ports 62000-62999\$" "ports"
+assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy failover ports 62000-62999 reorder-guard on\$" "ports"
 assert_ok "$SROCE" dev set "$DEV1" group-size 64 policy least-outstanding ports 61000-61000
-want="$DEV1: ifindex $ifindex group-size 64 policy least-outstanding ports 61000-61000"
-assert_eq "$want" "$("$SROCE" dev show "$DEV1")" "all three at once"
+want="$DEV1: ifindex $ifindex group-size 64 policy least-outstanding ports 61000-61000 reorder-guard off"
+assert_ok "$SROCE" dev set "$DEV1" reorder-guard off
+assert_eq "$want" "$("$SROCE" dev show "$DEV1")" "all at once, then the reorder guard"
+assert_fails_with "reorder-guard 'maybe' is not on or off" "$SROCE" dev set "$DEV1" reorder-guard maybe
 assert_ok "$SROCE" dev set "$DEV1" policy round-robin
 assert_match "$("$SROCE" dev show)" "policy round-robin " "policy round-robin"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-device packet I/O counters, shown as the port's hardware counters
+//! Per-device packet I/O and transport counters, shown as the port's hardware counters
 //! (`rdma statistic show link DEV/1`,
 //! `/sys/class/infiniband/DEV/ports/1/hw_counters/NAME`).
 //!
@@ -40,10 +40,37 @@ pub(crate) enum Counter {
     RcvdDropNoQp,
     /// Packets dropped: the queue pair's receive queue was full.
     RcvdDropQpFull,
+    /// Responder: requests received with a PSN already executed.
+    DuplicateRequest,
+    /// Responder: PSN sequence error NAKs sent (a request arrived ahead of
+    /// the expected PSN).
+    SentSeqNak,
+    /// Responder: RNR NAKs sent (no receive WQE posted).
+    SentRnrNak,
+    /// Requester: PSN sequence error NAKs received.
+    RcvdSeqNak,
+    /// Requester: RNR NAKs received (each starts an RNR wait).
+    RcvdRnrNak,
+    /// Requester: transport (local ACK) timer expiries with packets
+    /// outstanding.
+    LocalAckTimeout,
+    /// Requester: retransmissions started (after a timeout, a sequence
+    /// NAK or a missing READ/atomic response).
+    CompleterRetry,
+    /// Requester: packets sent again.
+    RetransmittedPkts,
+    /// Requester: work requests failed with `IBV_WC_RETRY_EXC_ERR`.
+    RetryExceeded,
+    /// Requester: work requests failed with `IBV_WC_RNR_RETRY_EXC_ERR`.
+    RnrRetryExceeded,
+    /// UD packets dropped: wrong Q_Key.
+    RcvdDropBadQkey,
+    /// UD packets dropped: no receive WQE posted.
+    RcvdDropNoRecv,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdDropQpFull as usize + 1;
+const COUNT: usize = Counter::RcvdDropNoRecv as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -60,6 +87,19 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"rcvd_drop_nomem"),
     StatDesc::new(c"rcvd_drop_no_qp"),
     StatDesc::new(c"rcvd_drop_qp_full"),
+    // Transport counters; the names rxe also has mean the same there.
+    StatDesc::new(c"duplicate_request"),
+    StatDesc::new(c"out_of_seq_request"),
+    StatDesc::new(c"send_rnr_err"),
+    StatDesc::new(c"rcvd_seq_err"),
+    StatDesc::new(c"rcvd_rnr_err"),
+    StatDesc::new(c"local_ack_timeout_err"),
+    StatDesc::new(c"completer_retry_err"),
+    StatDesc::new(c"retransmitted_pkts"),
+    StatDesc::new(c"retry_exceeded_err"),
+    StatDesc::new(c"retry_rnr_exceeded_err"),
+    StatDesc::new(c"rcvd_drop_bad_qkey"),
+    StatDesc::new(c"rcvd_drop_no_recv"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

@@ -20,7 +20,7 @@ pub(crate) mod sockets;
 pub(crate) mod tx;
 
 pub(crate) use packet::RxPacket;
-pub(crate) use tx::{send, Flow};
+pub(crate) use tx::{out_ifindex, send, Flow, OutPort};
 
 /// The RoCEv2 UDP destination port (IANA).
 pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;

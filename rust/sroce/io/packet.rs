@@ -27,6 +27,7 @@ pub(crate) struct RxPacket {
     src: IpAddr,
     dst: IpAddr,
     src_port: u16,
+    ingress: i32,
     len: usize,
 }
 
@@ -38,8 +39,19 @@ impl RxPacket {
             src,
             dst,
             src_port,
+            ingress: 0,
             len,
         }
+    }
+
+    /// Records the index of the net device the packet arrived on.
+    pub(super) fn set_ingress(&mut self, ifindex: i32) {
+        self.ingress = ifindex;
+    }
+
+    /// The index of the net device the packet arrived on.
+    pub(crate) fn ingress(&self) -> i32 {
+        self.ingress
     }
 
     /// The sender's IP address.
@@ -52,11 +64,13 @@ impl RxPacket {
         self.dst
     }
 
+    /// The packet's IP header (IPv4 without options, or IPv6).
+    pub(crate) fn ip_header(&self) -> Option<&[u8]> {
+        self.skb.network_header()
+    }
+
     /// The UDP source port the sender chose.
-    #[expect(
-        dead_code,
-        reason = "for sessions (per-flow receive) and zero-copy receive"
-    )]
+    #[expect(dead_code, reason = "for per-session receive counters")]
     pub(crate) fn src_port(&self) -> u16 {
         self.src_port
     }

@@ -4,7 +4,9 @@
 //! for the sroce device of the net device it arrived on.
 //!
 //! Checks, in order (each failure is a counted drop): an sroce device on
-//! the ingress net device (else counted per namespace); at least a BTH and
+//! the ingress net device, or else on the net device that owns the
+//! destination address (a packet that came over another link of a
+//! multipath route; else counted per namespace); at least a BTH and
 //! an ICRC; an IP header the ICRC can cover (IPv4 without options, IPv6
 //! without extension headers); the ICRC, computed over the page fragments
 //! in place with the kernel's `crc32_le()`. Runs in softirq context.
@@ -24,13 +26,26 @@ use crate::sroce::{device::SroceDevice, recv};
 
 /// Receives one datagram (see the module documentation).
 pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
-    let Some(dev) = DeviceRef::<SroceDevice>::by_netdev(ingress) else {
+    let dev = DeviceRef::<SroceDevice>::by_netdev(ingress).or_else(|| {
+        // Arrived over another link (multipath): the device of the net
+        // device that owns the destination address.
+        let dst = skb
+            .network_header()
+            .and_then(|h| IpHeader::from_bytes(h).ok())
+            .and_then(|ip| addresses(&ip))?
+            .1;
+        let rcu = kernel::sync::rcu::read_lock();
+        let owner = NetDevice::by_local_addr(ingress.net(), &dst, &rcu)?;
+        DeviceRef::<SroceDevice>::by_netdev(owner)
+    });
+    let Some(dev) = dev else {
         ns.count_no_device();
         return;
     };
     let counters = &dev.data().io.counters;
     match check(skb) {
-        Ok(pkt) => {
+        Ok(mut pkt) => {
+            pkt.set_ingress(ingress.ifindex());
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, (pkt.len() + ICRC_LEN) as u64);
             recv::receive(&dev, pkt);

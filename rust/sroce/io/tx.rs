@@ -45,6 +45,22 @@ pub(crate) struct Flow {
     pub(crate) tclass: u8,
     /// IPv4 TTL / IPv6 hop limit (GRH hop limit).
     pub(crate) hop_limit: u8,
+    /// Which net device the packet may leave through.
+    pub(crate) out: OutPort,
+}
+
+/// Which net device a packet may leave through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutPort {
+    /// The RDMA device's own net device, as every RoCEv2 stack does.
+    Device,
+    /// The net device with this index (replies: the one the request came
+    /// in on, so they return over the path that delivered it).
+    Ifindex(i32),
+    /// Wherever the host's routing sends the flow: multipath routes hash
+    /// on the 5-tuple, so sessions with different source ports may take
+    /// different links.
+    Routed,
 }
 
 /// Sends one RoCEv2 packet from `dev` along `flow`.
@@ -80,7 +96,13 @@ pub(crate) fn send(
         src_port: flow.src_port,
         dst_port: ROCE_V2_UDP_PORT,
     };
-    let route = Route::output(&ndev, &udp).inspect_err(|_| counters.inc(Counter::SendNoRoute))?;
+    let oif = match flow.out {
+        OutPort::Device => ndev.ifindex(),
+        OutPort::Ifindex(i) => i,
+        OutPort::Routed => 0,
+    };
+    let route =
+        Route::output(ndev.net(), oif, &udp).inspect_err(|_| counters.inc(Counter::SendNoRoute))?;
     drop(ndev);
     let r = build_and_send(route, &udp, flow, max_len, build);
     match r {
@@ -91,6 +113,25 @@ pub(crate) fn send(
         Err(_) => counters.inc(Counter::SendErr),
     }
     r
+}
+
+/// The index of the net device a packet along `flow` would leave through
+/// now (for picking session ports that take different paths).
+pub(crate) fn out_ifindex(dev: &Device<SroceDevice>, flow: &Flow) -> Result<i32> {
+    let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
+    let oif = match flow.out {
+        OutPort::Device => ndev.ifindex(),
+        OutPort::Ifindex(i) => i,
+        OutPort::Routed => 0,
+    };
+    let udp = UdpFlow {
+        src: flow.src,
+        dst: flow.dst,
+        src_port: flow.src_port,
+        dst_port: ROCE_V2_UDP_PORT,
+    };
+    let route = Route::output(ndev.net(), oif, &udp)?;
+    Ok(route.device().ifindex())
 }
 
 fn build_and_send(

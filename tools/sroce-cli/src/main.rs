@@ -4,13 +4,17 @@
 //! ```text
 //! sroce dev show [DEV]
 //! sroce dev set DEV [group-size N] [policy hash|round-robin|least-outstanding|failover]
-//!                   [ports MIN-MAX]
+//!                   [ports MIN-MAX] [reorder-guard on|off]
+//! sroce session show [DEV]
+//! sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
 //! ```
 //!
-//! The settings are each device's session defaults for new queue pairs;
-//! the kernel validates them (the tool only parses syntax).
+//! The settings are each device's session defaults for queue pairs that
+//! connect afterwards; the kernel validates them (the tool only parses
+//! syntax). `session show` lists every connected RC queue pair's sessions.
 
 mod nl;
+mod session;
 mod sock;
 
 use sock::{Error, Socket};
@@ -19,6 +23,9 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: sroce dev show [DEV]
        sroce dev set DEV [group-size N] [policy POLICY] [ports MIN-MAX]
+                         [reorder-guard on|off]
+       sroce session show [DEV]
+       sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
 POLICY := hash | round-robin | least-outstanding | failover";
 
 /// A device as `DEV_GET` reports it.
@@ -31,6 +38,7 @@ struct DevInfo {
     policy_raw: u8,
     port_min: u16,
     port_max: u16,
+    reorder_guard: Option<bool>,
 }
 
 impl DevInfo {
@@ -48,6 +56,7 @@ impl DevInfo {
                 }
                 abi::ATTR_PORT_MIN => d.port_min = a.u16()?,
                 abi::ATTR_PORT_MAX => d.port_max = a.u16()?,
+                abi::ATTR_REORDER_GUARD => d.reorder_guard = Some(a.u8()? != 0),
                 _ => {}
             }
         }
@@ -59,8 +68,13 @@ impl DevInfo {
             Some(p) => abi::policy_name(p).to_owned(),
             None => format!("unknown({})", self.policy_raw),
         };
+        let guard = match self.reorder_guard {
+            Some(true) => " reorder-guard on",
+            Some(false) => " reorder-guard off",
+            None => "",
+        };
         format!(
-            "{}: ifindex {} group-size {} policy {} ports {}-{}",
+            "{}: ifindex {} group-size {} policy {} ports {}-{}{guard}",
             self.name, self.ifindex, self.group_size, policy, self.port_min, self.port_max
         )
     }
@@ -73,6 +87,7 @@ struct SetArgs {
     group_size: Option<u8>,
     policy: Option<Policy>,
     ports: Option<(u16, u16)>,
+    reorder_guard: Option<bool>,
 }
 
 fn parse_set(args: &[&str]) -> Result<SetArgs, String> {
@@ -108,11 +123,22 @@ fn parse_set(args: &[&str]) -> Result<SetArgs, String> {
                 let (a, b) = value.split_once('-').ok_or_else(bad)?;
                 s.ports = Some((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
             }
+            "reorder-guard" => {
+                s.reorder_guard = Some(match *value {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("dev set: reorder-guard '{value}' is not on or off")),
+                });
+            }
             other => return Err(format!("dev set: unknown setting '{other}'")),
         }
         rest = tail;
     }
-    if s.group_size.is_none() && s.policy.is_none() && s.ports.is_none() {
+    if s.group_size.is_none()
+        && s.policy.is_none()
+        && s.ports.is_none()
+        && s.reorder_guard.is_none()
+    {
         return Err("dev set: nothing to set".into());
     }
     Ok(s)
@@ -213,14 +239,68 @@ fn dev_set(s: &SetArgs) -> Result<(), String> {
         if let Some((lo, hi)) = s.ports {
             b.u16(abi::ATTR_PORT_MIN, lo).u16(abi::ATTR_PORT_MAX, hi);
         }
+        if let Some(g) = s.reorder_guard {
+            b.u8(abi::ATTR_REORDER_GUARD, u8::from(g));
+        }
         Ok(())
     })
     .map(drop)
     .map_err(|e| describe(&format!("dev set {}", s.dev), &e))
 }
 
+fn qp_set(s: &SetArgs, qpn: &str) -> Result<(), String> {
+    let qpn: u32 = qpn
+        .parse()
+        .or_else(|_| u32::from_str_radix(qpn.trim_start_matches("0x"), 16))
+        .map_err(|_| format!("qp set: queue pair number '{qpn}' is not a number"))?;
+    if s.ports.is_some() {
+        return Err("qp set: the port range is per device (dev set)".into());
+    }
+    let (mut sock, fam) = connect()?;
+    sock.request(fam, abi::FAMILY_VERSION, abi::CMD_QP_SET, false, |b| {
+        b.str(abi::ATTR_DEV_NAME, &s.dev)?;
+        b.attr(abi::ATTR_QPN, &qpn.to_ne_bytes())?;
+        if let Some(n) = s.group_size {
+            b.u8(abi::ATTR_GROUP_SIZE, n);
+        }
+        if let Some(p) = s.policy {
+            b.u8(abi::ATTR_POLICY, abi::policy_to_u8(p));
+        }
+        if let Some(g) = s.reorder_guard {
+            b.u8(abi::ATTR_REORDER_GUARD, u8::from(g));
+        }
+        Ok(())
+    })
+    .map(drop)
+    .map_err(|e| describe(&format!("qp set {} {qpn}", s.dev), &e))
+}
+
+fn session_show(dev: Option<&str>) -> Result<(), String> {
+    let (mut sock, fam) = connect()?;
+    let replies = sock
+        .request(fam, abi::FAMILY_VERSION, abi::CMD_SESSION_GET, true, |_| {
+            Ok(())
+        })
+        .map_err(|e| describe("session show", &e))?;
+    for r in replies {
+        let s = session::SessionInfo::parse(&r)
+            .map_err(|e| format!("session show: bad reply from the kernel: {e}"))?;
+        if dev.map_or(true, |d| d == s.dev) {
+            println!("{}", s.line());
+        }
+    }
+    Ok(())
+}
+
 fn run(args: &[&str]) -> Result<(), String> {
     match args {
+        ["qp", "set", dev, qpn, rest @ ..] => {
+            let mut a = vec![*dev];
+            a.extend_from_slice(rest);
+            qp_set(&parse_set(&a)?, qpn)
+        }
+        ["session", "show"] | ["session"] => session_show(None),
+        ["session", "show", dev] => session_show(Some(dev)),
         ["dev", "show"] | ["dev"] => dev_show(None),
         ["dev", "show", dev] => dev_show(Some(dev)),
         ["dev", "set", rest @ ..] => dev_set(&parse_set(rest)?),
@@ -258,6 +338,8 @@ mod tests {
             "failover",
             "ports",
             "62000-62999",
+            "reorder-guard",
+            "off",
         ])
         .unwrap();
         assert_eq!(
@@ -267,8 +349,10 @@ mod tests {
                 group_size: Some(8),
                 policy: Some(Policy::Failover),
                 ports: Some((62000, 62999)),
+                reorder_guard: Some(false),
             }
         );
+        assert!(parse_set(&["d", "reorder-guard", "maybe"]).is_err());
         // Range checks are the kernel's: 0 and 65 parse.
         assert_eq!(
             parse_set(&["d", "group-size", "0"]).unwrap().group_size,

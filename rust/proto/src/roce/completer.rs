@@ -184,6 +184,31 @@ impl<const N: usize> SendQueue<N> {
         self.retry()
     }
 
+    /// Sets the transport retries left back to `retry_cnt`. A driver that
+    /// spreads the QP over several paths calls it before each
+    /// [`SendQueue::on_timeout`] when its own per-path budget says to go
+    /// on, and ends the QP with [`SendQueue::abort`] when that budget is
+    /// spent.
+    pub fn refill_retries(&mut self) {
+        self.retry_left = self.cfg.retry_cnt;
+    }
+
+    /// Fails the oldest unfinished request with `status` and enters the
+    /// error state (the rest are flushed). Returns the resulting
+    /// [`Action::Fatal`] (or [`Action::Ignore`] if already in error).
+    pub fn abort(&mut self, status: WcStatus) -> Action {
+        if self.error {
+            return Action::Ignore;
+        }
+        self.fail(status)
+    }
+
+    /// The tag of the oldest unfinished request: the one a timeout is
+    /// charged to.
+    pub fn oldest_tag(&self) -> Option<u32> {
+        self.slot(self.done).map(|s| s.wqe.tag)
+    }
+
     /// The RNR timer expired: resume sending (from the PSN that was RNR
     /// NAKed).
     pub fn on_rnr_timer(&mut self) -> Action {
@@ -511,6 +536,34 @@ mod tests {
         core::iter::from_fn(|| q.pop_completion())
             .map(|c| (c.tag, c.status))
             .collect()
+    }
+
+    #[test]
+    fn refilled_retries_never_run_out_and_abort_fails_the_oldest() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.retry_cnt = 1;
+        let mut q: SendQueue<8> = SendQueue::new(cfg, Psn::new(10));
+        post(&mut q, 7, WqeOp::Send, 10);
+        post(&mut q, 8, WqeOp::Send, 10);
+        assert_eq!(drain(&mut q).len(), 2);
+        assert_eq!(q.oldest_tag(), Some(7));
+        // Many more timeouts than retry_cnt: each one retransmits.
+        for _ in 0..5 {
+            q.refill_retries();
+            assert_eq!(q.on_timeout(), Action::Retransmit { from: Psn::new(10) });
+            assert_eq!(drain(&mut q).len(), 2);
+        }
+        assert_eq!(
+            q.abort(WcStatus::RetryExcErr),
+            Action::Fatal {
+                status: WcStatus::RetryExcErr
+            }
+        );
+        assert_eq!(q.abort(WcStatus::RetryExcErr), Action::Ignore);
+        assert_eq!(
+            completions(&mut q),
+            [(7, WcStatus::RetryExcErr), (8, WcStatus::WrFlushErr)]
+        );
     }
 
     #[test]

@@ -364,30 +364,54 @@ enum InMessage {
 /// Why a request at the expected PSN is rejected.
 type Reject = NakCode;
 
-/// The responder side of an RC QP with a ring of `R` READ/atomic
-/// resources.
+/// Where a responder keeps its READ/atomic resources: an array
+/// ([`Responder`]), or a heap buffer in a kernel, where 128 of them (4 KiB)
+/// should not be built on the stack.
+pub trait ResourceStore:
+    AsRef<[Option<ReadAtomicResource>]> + AsMut<[Option<ReadAtomicResource>]>
+{
+}
+
+impl<T> ResourceStore for T where
+    T: AsRef<[Option<ReadAtomicResource>]> + AsMut<[Option<ReadAtomicResource>]>
+{
+}
+
+/// The responder side of an RC QP with a ring of READ/atomic resources in
+/// `S` (all empty at the start).
 #[derive(Clone, Debug)]
-pub struct Responder<const R: usize> {
+pub struct ResponderWith<S> {
     cfg: ResponderConfig,
     epsn: Psn,
     msn: u32,
     nak_latched: bool,
     msg: InMessage,
-    resources: [Option<ReadAtomicResource>; R],
+    resources: S,
     res_next: usize,
     error: bool,
 }
 
-impl<const R: usize> Responder<R> {
+/// A responder with room for `R` READ/atomic resources in an array.
+pub type Responder<const R: usize> = ResponderWith<[Option<ReadAtomicResource>; R]>;
+
+impl<const R: usize> ResponderWith<[Option<ReadAtomicResource>; R]> {
     /// A responder expecting `initial_psn` (the QP's `rq_psn`).
     pub const fn new(cfg: ResponderConfig, initial_psn: Psn) -> Self {
-        Responder {
+        Self::with_storage([None; R], cfg, initial_psn)
+    }
+}
+
+impl<S: ResourceStore> ResponderWith<S> {
+    /// A responder expecting `initial_psn` (the QP's `rq_psn`), its
+    /// resources kept in `storage`, whose slots must all be `None`.
+    pub const fn with_storage(storage: S, cfg: ResponderConfig, initial_psn: Psn) -> Self {
+        ResponderWith {
             cfg,
             epsn: initial_psn,
             msn: 0,
             nak_latched: false,
             msg: InMessage::Idle,
-            resources: [None; R],
+            resources: storage,
             res_next: 0,
             error: false,
         }
@@ -421,7 +445,7 @@ impl<const R: usize> Responder<R> {
 
     /// The READ/atomic resources held, in no particular order.
     pub fn resources(&self) -> impl Iterator<Item = &ReadAtomicResource> {
-        self.resources.iter().flatten()
+        self.resources.as_ref().iter().flatten()
     }
 
     /// Checks a request packet. `recv_ready` says whether a receive WQE is
@@ -770,7 +794,7 @@ impl<const R: usize> Responder<R> {
         let limit = self.res_limit();
         let mut best: Option<(ReadAtomicResource, u32)> = None;
         let mut best_age = u32::MAX;
-        for res in self.resources.iter().take(limit).flatten() {
+        for res in self.resources.as_ref().iter().take(limit).flatten() {
             let i = res.first_psn.distance_to(psn);
             // Age: how far behind the expected PSN the resource starts;
             // only resources in the duplicate half-window count.
@@ -788,14 +812,14 @@ impl<const R: usize> Responder<R> {
     fn store(&mut self, res: ReadAtomicResource) {
         let limit = self.res_limit();
         let i = self.res_next.checked_rem(limit).unwrap_or(0);
-        if let Some(slot) = self.resources.get_mut(i) {
+        if let Some(slot) = self.resources.as_mut().get_mut(i) {
             *slot = Some(res);
         }
         self.res_next = i.wrapping_add(1).checked_rem(limit).unwrap_or(0);
     }
 
     fn res_limit(&self) -> usize {
-        usize::from(self.cfg.max_dest_rd_atomic).min(R)
+        usize::from(self.cfg.max_dest_rd_atomic).min(self.resources.as_ref().len())
     }
 
     fn complete_message(&mut self) {

@@ -7,16 +7,27 @@
 //! Commands:
 //! - [`CMD_DEV_GET`]: with [`ATTR_DEV_NAME`], one device; as a dump, every
 //!   sroce device. The reply carries [`ATTR_DEV_NAME`], [`ATTR_IFINDEX`],
-//!   [`ATTR_GROUP_SIZE`], [`ATTR_POLICY`], [`ATTR_PORT_MIN`] and
-//!   [`ATTR_PORT_MAX`].
+//!   [`ATTR_GROUP_SIZE`], [`ATTR_POLICY`], [`ATTR_PORT_MIN`],
+//!   [`ATTR_PORT_MAX`] and [`ATTR_REORDER_GUARD`].
 //! - [`CMD_DEV_SET`] (needs `CAP_NET_ADMIN`): [`ATTR_DEV_NAME`] and any of
 //!   [`ATTR_GROUP_SIZE`], [`ATTR_POLICY`], [`ATTR_PORT_MIN`] with
-//!   [`ATTR_PORT_MAX`]; all checked before anything changes.
+//!   [`ATTR_PORT_MAX`], [`ATTR_REORDER_GUARD`]; all checked before anything
+//!   changes.
 //!
-//! The values are a device's defaults for new queue pairs' session groups;
-//! see `docs/sessions.md`.
+//! - [`CMD_SESSION_GET`] (dump only, unprivileged): one entry per session
+//!   of every connected RC queue pair of every sroce device:
+//!   [`ATTR_DEV_NAME`], [`ATTR_QPN`], [`ATTR_POLICY`], [`ATTR_SESSION_ID`],
+//!   the 5-tuple ([`ATTR_SRC_ADDR`], [`ATTR_DST_ADDR`] as 16-byte IPv6 or
+//!   IPv4-mapped addresses, [`ATTR_SPORT`]; the destination port is
+//!   always 4791), [`ATTR_STATE`] (see [`state_name`]) and the counters
+//!   [`ATTR_TX_PACKETS`], [`ATTR_TX_BYTES`], [`ATTR_RETRANSMITS`],
+//!   [`ATTR_TIMEOUTS`], [`ATTR_ACKED`] (`u64`, 4-byte aligned) and
+//!   [`ATTR_SRTT_US`] (`u32`).
+//!
+//! The `DEV_SET` values are a device's defaults for the session groups of
+//! queue pairs that connect afterwards; see `docs/sessions.md`.
 
-use super::{Policy, MAX_SESSIONS};
+use super::{health::State, Policy, MAX_SESSIONS};
 
 /// Family name.
 pub const FAMILY_NAME: &str = "sroce";
@@ -27,6 +38,14 @@ pub const FAMILY_VERSION: u8 = 1;
 pub const CMD_DEV_GET: u8 = 1;
 /// Change a device's settings.
 pub const CMD_DEV_SET: u8 = 2;
+/// List the sessions (dump).
+pub const CMD_SESSION_GET: u8 = 3;
+/// Override a queue pair's group (needs `CAP_NET_ADMIN`): [`ATTR_DEV_NAME`],
+/// [`ATTR_QPN`] and any of [`ATTR_GROUP_SIZE`], [`ATTR_POLICY`],
+/// [`ATTR_REORDER_GUARD`]. A connected RC queue pair changes at once (a new
+/// size rebuilds its group; messages in flight complete normally); the
+/// override also applies whenever it connects again.
+pub const CMD_QP_SET: u8 = 4;
 
 /// RDMA device name (NUL-terminated string).
 pub const ATTR_DEV_NAME: u16 = 1;
@@ -41,8 +60,54 @@ pub const ATTR_POLICY: u16 = 4;
 pub const ATTR_PORT_MIN: u16 = 5;
 /// Last reserved UDP source port (`u16`).
 pub const ATTR_PORT_MAX: u16 = 6;
+/// Reorder guard (`u8`, 0 or 1): change a busy QP's session only when
+/// nothing is outstanding (1, the default) or per message (0).
+pub const ATTR_REORDER_GUARD: u16 = 7;
+/// Queue pair number (`u32`).
+pub const ATTR_QPN: u16 = 8;
+/// Session index in its group (`u8`; 0 is the plain RoCEv2 flow).
+pub const ATTR_SESSION_ID: u16 = 9;
+/// UDP source port of the session (`u16`).
+pub const ATTR_SPORT: u16 = 10;
+/// Local address (16 bytes).
+pub const ATTR_SRC_ADDR: u16 = 11;
+/// Peer address (16 bytes).
+pub const ATTR_DST_ADDR: u16 = 12;
+/// Health state (`u8`: 0 up, 1 down, 2 probing).
+pub const ATTR_STATE: u16 = 13;
+/// Packets sent on the session (`u64`).
+pub const ATTR_TX_PACKETS: u16 = 14;
+/// Payload bytes sent on the session (`u64`).
+pub const ATTR_TX_BYTES: u16 = 15;
+/// Messages resent on the session (`u64`).
+pub const ATTR_RETRANSMITS: u16 = 16;
+/// Retransmit timeouts charged to the session (`u64`).
+pub const ATTR_TIMEOUTS: u16 = 17;
+/// Messages acknowledged on the session (`u64`).
+pub const ATTR_ACKED: u16 = 18;
+/// Smoothed round-trip time, µs (`u32`; 0 before the first sample).
+pub const ATTR_SRTT_US: u16 = 19;
 /// The highest attribute type.
-pub const ATTR_MAX: u16 = ATTR_PORT_MAX;
+pub const ATTR_MAX: u16 = ATTR_SRTT_US;
+
+/// The wire value of a session state.
+pub const fn state_to_u8(s: State) -> u8 {
+    match s {
+        State::Up => 0,
+        State::Down => 1,
+        State::Probing => 2,
+    }
+}
+
+/// The name of a session state's wire value.
+pub const fn state_name(v: u8) -> &'static str {
+    match v {
+        0 => "up",
+        1 => "down",
+        2 => "probing",
+        _ => "unknown",
+    }
+}
 
 /// Longest device name, without its NUL (`IB_DEVICE_NAME_MAX - 1`).
 pub const DEV_NAME_MAX: u16 = 63;
@@ -99,6 +164,14 @@ pub fn policy_from_name(name: &str) -> Option<Policy> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_names() {
+        assert_eq!(state_name(state_to_u8(State::Up)), "up");
+        assert_eq!(state_name(state_to_u8(State::Down)), "down");
+        assert_eq!(state_name(state_to_u8(State::Probing)), "probing");
+        assert_eq!(state_name(9), "unknown");
+    }
 
     #[test]
     fn policy_numbers_round_trip() {

@@ -139,7 +139,8 @@ pub struct Session {
 }
 
 impl Session {
-    const EMPTY: Session = Session {
+    /// An unused slot (storage for [`Group::with_storage`]).
+    pub const EMPTY: Session = Session {
         src_port: 0,
         local_addr: 0,
         health: Health::new(&HealthConfig::DEFAULT, 0),
@@ -278,10 +279,18 @@ pub struct PollResult {
     pub retry_exceeded: bool,
 }
 
-/// The session group of one QP (or UD address handle), `N` <= 64 slots.
+/// Where a group keeps its sessions: an array ([`SessionGroup`]), or a
+/// heap buffer in a kernel, where a 64-slot array (10 KiB) must not be
+/// built on the stack.
+pub trait SessionStore: AsRef<[Session]> + AsMut<[Session]> {}
+
+impl<T: AsRef<[Session]> + AsMut<[Session]>> SessionStore for T {}
+
+/// The session group of one QP (or UD address handle), its sessions in
+/// `S` (at most 64 are used).
 #[derive(Clone, Debug)]
-pub struct SessionGroup<const N: usize> {
-    sessions: [Session; N],
+pub struct Group<S> {
+    sessions: S,
     len: u8,
     cfg: GroupConfig,
     hash_key: u32,
@@ -290,13 +299,11 @@ pub struct SessionGroup<const N: usize> {
     last: Option<u8>,
 }
 
-impl<const N: usize> SessionGroup<N> {
-    /// A group of the sessions in `specs` (all Up at `now`), with the
-    /// policy and health thresholds of `cfg` (`cfg.size` is informative;
-    /// the group has `specs.len()` sessions). `hash_key` seeds the `Hash`
-    /// policy (e.g. [`calc_flow_label`](super::port_range::calc_flow_label)
-    /// of the two QPNs); `rto_us` is the QP's retransmit timeout (`None` =
-    /// infinite).
+/// A group with room for `N` sessions in an array.
+pub type SessionGroup<const N: usize> = Group<[Session; N]>;
+
+impl<const N: usize> Group<[Session; N]> {
+    /// A group of the sessions in `specs`; see [`Group::with_storage`].
     pub fn new(
         cfg: &GroupConfig,
         specs: &[SessionSpec],
@@ -304,7 +311,26 @@ impl<const N: usize> SessionGroup<N> {
         rto_us: Option<u64>,
         now: u64,
     ) -> Result<Self, SessionError> {
-        if specs.is_empty() || specs.len() > N || specs.len() > MAX_SESSIONS {
+        Self::with_storage([Session::EMPTY; N], cfg, specs, hash_key, rto_us, now)
+    }
+}
+
+impl<S: SessionStore> Group<S> {
+    /// A group of the sessions in `specs` (all Up at `now`), kept in
+    /// `storage` (which needs room for them), with the policy and health
+    /// thresholds of `cfg` (`cfg.size` is informative; the group has
+    /// `specs.len()` sessions). `hash_key` seeds the `Hash` policy (e.g.
+    /// [`calc_flow_label`](super::port_range::calc_flow_label) of the two
+    /// QPNs); `rto_us` is the QP's retransmit timeout (`None` = infinite).
+    pub fn with_storage(
+        mut storage: S,
+        cfg: &GroupConfig,
+        specs: &[SessionSpec],
+        hash_key: u32,
+        rto_us: Option<u64>,
+        now: u64,
+    ) -> Result<Self, SessionError> {
+        if specs.is_empty() || specs.len() > storage.as_ref().len() || specs.len() > MAX_SESSIONS {
             return Err(SessionError::BadGroupSize);
         }
         for (i, a) in specs.iter().enumerate() {
@@ -312,8 +338,7 @@ impl<const N: usize> SessionGroup<N> {
                 return Err(SessionError::BadPort);
             }
         }
-        let mut sessions = [Session::EMPTY; N];
-        for (slot, spec) in sessions.iter_mut().zip(specs) {
+        for (slot, spec) in storage.as_mut().iter_mut().zip(specs) {
             *slot = Session {
                 src_port: spec.src_port,
                 local_addr: spec.local_addr,
@@ -321,8 +346,8 @@ impl<const N: usize> SessionGroup<N> {
                 ..Session::EMPTY
             };
         }
-        Ok(SessionGroup {
-            sessions,
+        Ok(Group {
+            sessions: storage,
             len: specs.len() as u8,
             cfg: *cfg,
             hash_key,
@@ -344,12 +369,12 @@ impl<const N: usize> SessionGroup<N> {
 
     /// The sessions.
     pub fn sessions(&self) -> &[Session] {
-        self.sessions.get(..self.len()).unwrap_or(&[])
+        self.sessions.as_ref().get(..self.len()).unwrap_or(&[])
     }
 
     fn live_mut(&mut self) -> &mut [Session] {
         let n = self.len();
-        self.sessions.get_mut(..n).unwrap_or(&mut [])
+        self.sessions.as_mut().get_mut(..n).unwrap_or(&mut [])
     }
 
     /// One session.
@@ -371,6 +396,11 @@ impl<const N: usize> SessionGroup<N> {
     /// Changes the policy (takes effect at the next message).
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
+    }
+
+    /// Turns the reorder guard ([`GroupConfig::reorder_guard`]) on or off.
+    pub fn set_reorder_guard(&mut self, on: bool) {
+        self.cfg.reorder_guard = on;
     }
 
     /// Sets the QP retransmit timeout (`modify_qp` of `timeout`).

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! sroce's attributes of a queue pair in `rdma resource show qp -dd`: the
+//! transport's PSNs and the session group.
+
+use super::device::SroceDevice;
+use crate::rdma::{qp::Qp, restrack::DriverAttrs};
+use crate::roce::session::ctl as abi;
+use kernel::prelude::*;
+
+/// The policy's name as a C string (the attribute needs NUL termination).
+fn policy_cstr(p: crate::roce::session::Policy) -> &'static CStr {
+    match abi::policy_to_u8(p) {
+        0 => c"hash",
+        1 => c"round-robin",
+        2 => c"least-outstanding",
+        _ => c"failover",
+    }
+}
+
+/// Writes the attributes; a QP that is not connected has only its group
+/// override (or none).
+pub(crate) fn fill(qp: &Qp<SroceDevice>, out: &mut DriverAttrs<'_>) -> Result {
+    let inner = qp.data().lock();
+    let Some(rc) = inner.rc.as_ref() else {
+        return Ok(());
+    };
+    let (sq_psn, una, rq_psn) = rc.psns();
+    out.put_u32_hex(c"sq_psn", sq_psn)?;
+    out.put_u32_hex(c"unacked_psn", una)?;
+    out.put_u32_hex(c"rq_psn", rq_psn)?;
+    let sessions = &rc.sessions;
+    out.put_u32(
+        c"session_group_size",
+        u32::try_from(sessions.sessions().count()).unwrap_or(u32::MAX),
+    )?;
+    out.put_str(c"session_policy", policy_cstr(sessions.policy()))?;
+    let up = sessions
+        .sessions()
+        .filter(|(s, _)| s.state() == crate::roce::session::State::Up)
+        .count();
+    out.put_u32(c"sessions_up", u32::try_from(up).unwrap_or(u32::MAX))
+}

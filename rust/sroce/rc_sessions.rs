@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The session group of an RC queue pair in the data path: which UDP
+//! 5-tuple each message goes out on, and where a go-back-N resends.
+//!
+//! Every message is sent on a session, also with one session (then the
+//! session is the plain RoCEv2 flow out of the device's net device, and the
+//! requester's own retry budget applies, exactly as in rxe). With more:
+//! - session 0 keeps the RoCEv2 source port; sessions 1.. take ports from
+//!   the device's range, each held by a bound kernel socket
+//!   ([`ReservedPort`]) so no other socket on the host can use it while the
+//!   QP lives;
+//! - sessions leave wherever the host's routing sends them, so multipath
+//!   routes spread them over links; ports are picked so the sessions leave
+//!   through different net devices when the routing table offers several;
+//! - the protocol core's [`SessionGroup`] picks a session per message, is
+//!   told of ACKs, timeouts and sequence NAKs, and answers where to resend;
+//!   a work request fails with `RETRY_EXC_ERR` only once every session
+//!   has spent its retries.
+
+use super::{device::SroceDevice, io};
+use crate::net::port_reservation::ReservedPort;
+use crate::rdma::device::{Device, PORT};
+use crate::roce::{
+    requester::RequestPacket,
+    session::{
+        group::{Group, GroupConfig, Policy, Session, SessionSpec},
+        port_range::PortRange,
+        SessionId, MAX_SESSIONS,
+    },
+};
+use kernel::{alloc::KVBox, prelude::*};
+
+/// What made the requester go back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GoBack {
+    /// The transport timer expired.
+    Timeout,
+    /// A PSN sequence error NAK.
+    SequenceNak,
+    /// A missing READ or atomic response (implicit NAK).
+    Other,
+}
+
+/// The sessions of a group, on the heap (64 of them are 10 KiB: too much
+/// for a kernel stack).
+pub(crate) struct SessionSlots(KVVec<Session>);
+
+impl AsRef<[Session]> for SessionSlots {
+    fn as_ref(&self) -> &[Session] {
+        &self.0
+    }
+}
+
+impl AsMut<[Session]> for SessionSlots {
+    fn as_mut(&mut self) -> &mut [Session] {
+        &mut self.0
+    }
+}
+
+/// An administrator's override of a queue pair's group (`QP_SET`); unset
+/// fields take the device's defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SessionOverride {
+    pub(crate) size: Option<u8>,
+    pub(crate) policy: Option<Policy>,
+    pub(crate) reorder_guard: Option<bool>,
+}
+
+impl SessionOverride {
+    /// `cfg` with this override applied.
+    pub(crate) fn apply(&self, cfg: GroupConfig) -> GroupConfig {
+        let mut c = cfg.with_override(self.size, self.policy);
+        if let Some(g) = self.reorder_guard {
+            c.reorder_guard = g;
+        }
+        c
+    }
+
+    /// This override with the fields `later` sets replaced.
+    pub(crate) fn merge(self, later: SessionOverride) -> SessionOverride {
+        SessionOverride {
+            size: later.size.or(self.size),
+            policy: later.policy.or(self.policy),
+            reorder_guard: later.reorder_guard.or(self.reorder_guard),
+        }
+    }
+}
+
+/// Candidate ports tried per extra session for one on a new net device.
+const PATH_TRIES: u32 = 32;
+/// Candidate ports tried per extra session in all.
+const PORT_TRIES: u32 = 512;
+
+/// The sessions of one RC QP and what the data path remembers per work
+/// request (indexed by tag modulo `W`).
+pub(crate) struct QpSessions<const W: usize> {
+    group: Group<SessionSlots>,
+    /// The 5-tuple of each session (index = session id).
+    flows: KVec<io::Flow>,
+    /// Holds the source ports of sessions 1.. for the QP's lifetime.
+    _ports: KVec<ReservedPort>,
+    /// Session of each WQE's latest transmission.
+    by_tag: [u8; W],
+    /// When each WQE was first sent (µs).
+    sent_us: [u64; W],
+    /// Whether each WQE was resent (no RTT sample then: Karn).
+    resent: [bool; W],
+    /// WQEs reported resent in the current go-back round.
+    reported: [bool; W],
+    /// Tag of the next WQE whose first packet is new.
+    next_new: u32,
+    /// Where the current go-back round resends.
+    resend_on: u8,
+    /// What the group was built from, to rebuild it.
+    origin: Origin,
+}
+
+/// What a QP's group is built from.
+#[derive(Clone, Copy)]
+pub(crate) struct Origin {
+    /// The QP's number.
+    pub(crate) qpn: u32,
+    /// Its plain RoCEv2 flow (session 0).
+    pub(crate) flow0: io::Flow,
+    /// The device's source-port range for extra sessions.
+    pub(crate) ports: PortRange,
+    /// The QP's `retry_cnt`.
+    pub(crate) retry_cnt: u8,
+    /// The QP's retransmit timeout, µs (`None`: infinite).
+    pub(crate) rto_us: Option<u64>,
+}
+
+impl<const W: usize> QpSessions<W> {
+    /// The group for QP `qpn` whose plain RoCEv2 flow is `flow0`: `cfg`'s
+    /// size and policy, extra ports from `ports`. `retry_cnt` is the QP's.
+    pub(crate) fn new(
+        dev: &Device<SroceDevice>,
+        origin: Origin,
+        cfg: &GroupConfig,
+        now_us: u64,
+    ) -> Result<KVBox<Self>> {
+        let Origin {
+            qpn,
+            flow0,
+            ports,
+            retry_cnt,
+            rto_us,
+        } = origin;
+        let size = usize::from(cfg.size).clamp(1, MAX_SESSIONS);
+        let mut flows = KVec::with_capacity(size, GFP_KERNEL)?;
+        let mut held = KVec::with_capacity(size.saturating_sub(1), GFP_KERNEL)?;
+        let mut first = flow0;
+        if size > 1 {
+            first.out = io::OutPort::Routed;
+        }
+        flows.push(first, GFP_KERNEL)?;
+        if size > 1 {
+            pick_ports(dev, qpn, &mut flows, &mut held, size, ports)?;
+        }
+        let mut specs = KVec::with_capacity(size, GFP_KERNEL)?;
+        for f in flows.iter() {
+            specs.push(
+                SessionSpec {
+                    src_port: f.src_port,
+                    local_addr: 0,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let mut gcfg = *cfg;
+        // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
+        gcfg.health.retry_cnt = retry_cnt.min(6);
+        let hash_key = spread_key(dev, qpn, &flows);
+        let slots = SessionSlots(KVVec::from_elem(Session::EMPTY, size, GFP_KERNEL)?);
+        let group = Group::with_storage(slots, &gcfg, &specs, hash_key, rto_us, now_us)
+            .map_err(|_| EINVAL)?;
+        Ok(KVBox::new(
+            Self {
+                group,
+                flows,
+                _ports: held,
+                by_tag: [0; W],
+                sent_us: [0; W],
+                resent: [false; W],
+                reported: [false; W],
+                next_new: 0,
+                resend_on: 0,
+                origin,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Changes the group to `cfg` now: policy and reorder guard in place;
+    /// a new size builds a new group (new ports; the old ones are released)
+    /// and sends what follows on it. Messages in flight complete normally;
+    /// their sessions' bookkeeping starts afresh.
+    pub(crate) fn reconfigure(
+        &mut self,
+        dev: &Device<SroceDevice>,
+        cfg: &GroupConfig,
+        now_us: u64,
+    ) -> Result {
+        if usize::from(cfg.size.max(1)) == self.group.len() {
+            self.group.set_policy(cfg.policy);
+            self.group.set_reorder_guard(cfg.reorder_guard);
+            return Ok(());
+        }
+        let mut fresh = Self::new(dev, self.origin, cfg, now_us)?;
+        fresh.next_new = self.next_new;
+        fresh.sent_us = self.sent_us;
+        // Every WQE counts as sent on session 0, which every group has.
+        fresh.resent = [true; W];
+        core::mem::swap(self, &mut *fresh);
+        Ok(())
+    }
+
+    /// Whether the group has several sessions (and so decides retries).
+    pub(crate) fn is_multi(&self) -> bool {
+        self.group.len() > 1
+    }
+
+    /// The sessions with their 5-tuples, for listing.
+    pub(crate) fn sessions(&self) -> impl Iterator<Item = (&Session, &io::Flow)> {
+        self.group.sessions().iter().zip(self.flows.iter())
+    }
+
+    /// The policy in use.
+    pub(crate) fn policy(&self) -> Policy {
+        self.group.config().policy
+    }
+
+    fn slot(tag: u32) -> usize {
+        tag as usize % W
+    }
+
+    /// The flow packet `p` of a `wqe_len`-byte message goes out on; the
+    /// first packet of each message (or of its resend) is reported to the
+    /// group.
+    pub(crate) fn flow_for(
+        &mut self,
+        p: &RequestPacket,
+        wqe_len: u32,
+        mtu: u32,
+        now_us: u64,
+    ) -> Option<io::Flow> {
+        let i = Self::slot(p.tag);
+        let packets = wqe_len.div_ceil(mtu.max(1)).max(1);
+        if p.retransmit {
+            if !self.reported[i] {
+                self.reported[i] = true;
+                self.resent[i] = true;
+                self.by_tag[i] = self.resend_on;
+                let _ = self.group.on_send(
+                    SessionId(self.resend_on),
+                    u64::from(wqe_len),
+                    packets,
+                    true,
+                    now_us,
+                );
+            }
+        } else if p.tag == self.next_new {
+            self.next_new = self.next_new.wrapping_add(1);
+            let sid = self.group.choose().map_or(0, |c| c.session.0);
+            self.by_tag[i] = sid;
+            self.sent_us[i] = now_us;
+            self.resent[i] = false;
+            self.reported[i] = false;
+            let _ = self
+                .group
+                .on_send(SessionId(sid), u64::from(wqe_len), packets, false, now_us);
+        }
+        let sid = usize::from(self.by_tag[i]);
+        self.flows.get(sid).or_else(|| self.flows.first()).copied()
+    }
+
+    /// Work request `tag` (`bytes` long) completed successfully.
+    pub(crate) fn on_completed(&mut self, tag: u32, bytes: u32, now_us: u64) {
+        let i = Self::slot(tag);
+        let rtt = (!self.resent[i])
+            .then(|| u32::try_from(now_us.saturating_sub(self.sent_us[i])).unwrap_or(u32::MAX));
+        let _ = self
+            .group
+            .on_ack(SessionId(self.by_tag[i]), u64::from(bytes), rtt, now_us);
+    }
+
+    /// The requester goes back to its oldest unacknowledged request
+    /// (`oldest`) because of `why`: charges the session that carried it
+    /// and picks where to resend. `Err` when every session has spent its
+    /// retries (the request fails with `RETRY_EXC_ERR`).
+    pub(crate) fn go_back(&mut self, why: GoBack, oldest: Option<u32>, now_us: u64) -> Result {
+        let charged = SessionId(oldest.map_or(0, |t| self.by_tag[Self::slot(t)]));
+        let r = match why {
+            GoBack::Timeout => self.group.on_timeout(charged, now_us),
+            GoBack::SequenceNak => self.group.on_sequence_nak(charged, now_us),
+            GoBack::Other => {
+                self.begin_round(charged.0);
+                return Ok(());
+            }
+        };
+        let a = r.map_err(|_| ETIMEDOUT)?;
+        self.begin_round(a.resend_on.0);
+        Ok(())
+    }
+
+    fn begin_round(&mut self, on: u8) {
+        self.resend_on = on;
+        self.reported = [false; W];
+    }
+
+    /// Time-driven health (stall detection, probe scheduling); whether the
+    /// work item should keep waking up for it.
+    pub(crate) fn poll(&mut self, now_us: u64) -> bool {
+        if !self.is_multi() {
+            return false;
+        }
+        let _ = self.group.poll(now_us);
+        self.group.up_mask().count_ones() as usize != self.group.len()
+    }
+}
+
+/// The `hash` policy's key for QP `qpn`: the session that leaves through
+/// the (`qpn` mod number of links)-th of the group's distinct out links (in
+/// ifindex order), so QPs with consecutive numbers spread over the links
+/// deterministically; `qpn` when the routes cannot be looked up.
+fn spread_key(dev: &Device<SroceDevice>, qpn: u32, flows: &[io::Flow]) -> u32 {
+    let mut outs = [0i32; MAX_SESSIONS];
+    for (o, f) in outs.iter_mut().zip(flows) {
+        match io::out_ifindex(dev, f) {
+            Ok(i) => *o = i,
+            Err(_) => return qpn,
+        }
+    }
+    let outs = &outs[..flows.len().min(MAX_SESSIONS)];
+    let mut distinct = [0i32; MAX_SESSIONS];
+    let mut n = 0;
+    for &o in outs {
+        if !distinct[..n].contains(&o) {
+            distinct[n] = o;
+            n += 1;
+        }
+    }
+    let distinct = &mut distinct[..n];
+    distinct.sort_unstable();
+    let Some(&want) = distinct.get(qpn as usize % n.max(1)) else {
+        return qpn;
+    };
+    outs.iter()
+        .position(|&o| o == want)
+        .map_or(qpn, |i| i as u32)
+}
+
+/// Reserves `size - 1` extra source ports from `range` for the group whose
+/// session 0 is `flows[0]`, preferring ports that leave through a net
+/// device no session uses yet.
+fn pick_ports(
+    dev: &Device<SroceDevice>,
+    qpn: u32,
+    flows: &mut KVec<io::Flow>,
+    held: &mut KVec<ReservedPort>,
+    size: usize,
+    range: PortRange,
+) -> Result {
+    let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
+    let net = ndev.net();
+    let base = flows.first().copied().ok_or(EINVAL)?;
+    let mut used_devs: KVec<i32> = KVec::with_capacity(size, GFP_KERNEL)?;
+    if let Ok(i) = io::out_ifindex(dev, &base) {
+        used_devs.push(i, GFP_KERNEL)?;
+    }
+    let span = range.len().max(1);
+    // Spread groups over the range: start where this QP's hash lands.
+    let mut cursor = crate::roce::session::port_range::hash_32(qpn, 16) % span;
+    while flows.len() < size {
+        let mut fallback: Option<ReservedPort> = None;
+        let mut chosen = None;
+        let mut tries = 0u32;
+        while tries < PORT_TRIES {
+            let port = (u32::from(range.first()) + cursor % span) as u16;
+            cursor = cursor.wrapping_add(1);
+            tries += 1;
+            if flows.iter().any(|f| f.src_port == port) {
+                continue;
+            }
+            let candidate = io::Flow {
+                src_port: port,
+                ..base
+            };
+            let out = io::out_ifindex(dev, &candidate).ok();
+            match out {
+                Some(o) if !used_devs.contains(&o) => {
+                    // A path no session takes yet.
+                    if let Ok(r) = ReservedPort::new(net, port) {
+                        used_devs.push(o, GFP_KERNEL)?;
+                        chosen = Some(r);
+                        break;
+                    }
+                }
+                _ if fallback.is_none() => fallback = ReservedPort::new(net, port).ok(),
+                _ if tries > PATH_TRIES => break,
+                _ => {}
+            }
+        }
+        let r = chosen.or(fallback).ok_or(EADDRINUSE)?;
+        let mut f = base;
+        f.src_port = r.port();
+        f.out = io::OutPort::Routed;
+        flows.push(f, GFP_KERNEL)?;
+        held.push(r, GFP_KERNEL)?;
+    }
+    Ok(())
+}

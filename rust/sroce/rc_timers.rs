@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The two requester timers of an RC QP: the transport (local ACK) timer,
+//! from the QP's `timeout` attribute, and the RNR timer, from an RNR NAK.
+//!
+//! Both are deadlines kept here and checked by the QP's work item; one
+//! high-resolution timer per QP only wakes the work item. The timer is
+//! armed lazily: it is restarted only when a deadline comes earlier than
+//! the armed expiry (or none is armed); a wake-up before a deadline finds
+//! nothing due and re-arms. So an ACK that restarts the transport timer
+//! costs no timer operation, which matters at one ACK per few packets.
+
+use super::rc::QpShared;
+use crate::roce::{completer::Action, requester::SendQueue, timer};
+use kernel::{
+    sync::Arc,
+    time::{
+        hrtimer::{ArcHrTimerHandle, HrTimerPointer},
+        Delta, Instant, Monotonic,
+    },
+};
+
+/// A point on the clock the timers use.
+pub(crate) type Now = Instant<Monotonic>;
+
+/// Whether `a` is not later than `b`. (`Instant` of a clock has no
+/// ordering of its own in 7.3: its derive needs the clock type ordered.)
+fn not_after(a: Now, b: Now) -> bool {
+    !(b - a).is_negative()
+}
+
+/// How often a QP with a session not Up wakes up to check its sessions'
+/// health (probes, stalls), in µs.
+const SESSION_POLL_US: i64 = 10_000;
+
+/// The requester's deadlines and the QP's wake-up timer.
+pub(crate) struct RcTimers {
+    /// Transport timer period; `None` when the `timeout` attribute is 0
+    /// (wait forever).
+    period: Option<Delta>,
+    /// When the transport timer expires, while packets are unacknowledged.
+    transport_at: Option<Now>,
+    /// When the RNR wait ends.
+    rnr_at: Option<Now>,
+    /// When the session health is next polled.
+    poll_at: Option<Now>,
+    /// Expiry the wake-up timer was last started with.
+    armed_at: Option<Now>,
+    /// The started wake-up timer; dropping it cancels the timer (and waits
+    /// for a running callback, which only schedules the work item).
+    handle: Option<ArcHrTimerHandle<QpShared>>,
+}
+
+impl RcTimers {
+    /// Timers for the `timeout` attribute (4.096 µs × 2^timeout, 0 =
+    /// infinite); none running.
+    pub(crate) fn new(timeout: u8) -> Self {
+        Self {
+            period: Self::period_of(timeout),
+            transport_at: None,
+            rnr_at: None,
+            poll_at: None,
+            armed_at: None,
+            handle: None,
+        }
+    }
+
+    fn period_of(timeout: u8) -> Option<Delta> {
+        timer::transport_timeout_ns(timeout)
+            .map(|ns| Delta::from_nanos(i64::try_from(ns).unwrap_or(i64::MAX)))
+    }
+
+    /// The `timeout` attribute changed (RTS); running deadlines stay.
+    pub(crate) fn set_timeout(&mut self, timeout: u8) {
+        self.period = Self::period_of(timeout);
+    }
+
+    /// Takes the deadlines that are due at `now`: ends a due RNR wait in
+    /// the send queue, and returns whether the transport timer expired
+    /// (the caller goes back, see [`super::rc`]).
+    pub(crate) fn expire<const N: usize>(&mut self, now: Now, sq: &mut SendQueue<N>) -> bool {
+        if self.rnr_at.is_some_and(|t| not_after(t, now)) {
+            self.rnr_at = None;
+            let _ = sq.on_rnr_timer();
+        }
+        if self.poll_at.is_some_and(|t| not_after(t, now)) {
+            self.poll_at = None;
+        }
+        if self.transport_at.is_some_and(|t| not_after(t, now)) {
+            self.transport_at = None;
+            return sq.has_unacked() && !sq.waiting_rnr();
+        }
+        false
+    }
+
+    /// The completer reported `action` for a response received at `now`.
+    pub(crate) fn on_action(&mut self, now: Now, action: &Action) {
+        match *action {
+            Action::Ignore | Action::Fatal { .. } => {}
+            // Progress (or a retransmission starting) restarts the
+            // transport timer: `update` sets it afresh.
+            Action::Progress
+            | Action::PlaceReadData { .. }
+            | Action::AtomicResult { .. }
+            | Action::Retransmit { .. } => self.transport_at = None,
+            Action::RnrWait { usec } => {
+                self.transport_at = None;
+                self.rnr_at = Some(now + Delta::from_micros(i64::from(usec)));
+            }
+        }
+    }
+
+    /// After the work item's pass at `now`: starts or stops the deadlines
+    /// as the send queue's state asks (and the session poll if `poll`),
+    /// and makes sure the wake-up timer fires no later than the earliest.
+    pub(crate) fn update<const N: usize>(
+        &mut self,
+        now: Now,
+        sq: &SendQueue<N>,
+        poll: bool,
+        shared: &Arc<QpShared>,
+    ) {
+        if !poll {
+            self.poll_at = None;
+        } else if self.poll_at.is_none() {
+            self.poll_at = Some(now + Delta::from_micros(SESSION_POLL_US));
+        }
+        if sq.waiting_rnr() {
+            self.transport_at = None;
+        } else {
+            self.rnr_at = None;
+            if !sq.has_unacked() {
+                self.transport_at = None;
+            } else if self.transport_at.is_none() {
+                self.transport_at = self.period.map(|p| now + p);
+            }
+        }
+        let earliest = |a: Option<Now>, b: Option<Now>| match (a, b) {
+            (Some(a), Some(b)) => Some(if not_after(a, b) { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let due = earliest(earliest(self.transport_at, self.rnr_at), self.poll_at);
+        let Some(due) = due else {
+            // A wake-up left armed finds nothing due: harmless.
+            return;
+        };
+        if self
+            .armed_at
+            .is_some_and(|armed| !not_after(armed, now) && not_after(armed, due))
+        {
+            // Fires in time (early is fine: it re-arms).
+            return;
+        }
+        // Cancel first: dropping a handle after `start` would cancel the
+        // timer just started.
+        self.handle = None;
+        let delay = due - now;
+        let delay = if delay.is_negative() {
+            Delta::from_nanos(0)
+        } else {
+            delay
+        };
+        self.handle = Some(shared.clone().start(delay));
+        self.armed_at = Some(due);
+    }
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The UD data path of one queue pair: every send WQE becomes one SEND Only
+//! (with immediate) packet with a DETH, to the address handle it names; a
+//! received UD packet for the QP with the right Q_Key fills the next
+//! receive WQE with a 40-byte GRH and the payload. Unreliable: no PSN
+//! checks, no ACKs; a send completes once its packet is handed to IP.
+//!
+//! Runs in the QP's work item, like the RC data path ([`super::rc`]).
+
+use super::{
+    cq,
+    device::SroceDevice,
+    io::{self, counters::Counter, RxPacket},
+    limits,
+    qp::{self, QpInner},
+    rc::{gather, gid_ip, inner_max_recv_sge, scatter, send_packet, QpShared},
+};
+use crate::rdma::{
+    access::Access,
+    device::{Device, PORT},
+    qp::{Qp, QpState},
+    rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+    wc::{Completion, WcOpcode, WcStatus},
+    wqe::{RecvWqe, SendData, SendOp, SendWqe, MAX_SGE},
+};
+use crate::roce::{
+    bth::Bth,
+    deth::Deth,
+    immdt::ImmDt,
+    opcode::{Opcode, Operation, Transport},
+    packet::Headers,
+    psn::Psn,
+    session::port_range::rxe_initial_sport,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// Bytes of the GRH that precedes a UD receive's payload.
+const GRH_LEN: usize = 40;
+/// A Q_Key with this bit set in a send WQE means "the QP's own Q_Key".
+const QKEY_USE_QP: u32 = 0x8000_0000;
+/// The default partition key.
+const PKEY_DEFAULT: u16 = 0xffff;
+
+/// The work item's body for a UD QP: received packets, then new sends.
+pub(crate) fn run(qp: &Qp<SroceDevice>, inner: &mut QpInner, shared: &Arc<QpShared>) {
+    let mut batch = shared.take_batch();
+    for pkt in batch.drain_all() {
+        receive(qp, inner, &pkt);
+        pkt.consume();
+    }
+    shared.return_batch(batch);
+    if inner.attrs.state == QpState::Rts {
+        send(qp, inner);
+    }
+}
+
+/// The largest UD payload: the port's MTU.
+fn max_payload(dev: &Device<SroceDevice>) -> usize {
+    dev.netdev(PORT)
+        .and_then(|n| limits::ib_mtu_for(n.mtu()))
+        .map_or(256, |m| 128usize << (m as usize))
+}
+
+/// Sends every posted WQE, completing each (in order) as it goes.
+fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    let caps = inner.attrs.caps;
+    let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
+    while inner.rings.send.pending() > 0 {
+        let parsed = inner.rings.send.copy_pending(0, &mut buf).and_then(|n| {
+            SendWqe::parse(
+                &buf[..n],
+                caps.max_send_sge as usize,
+                caps.max_inline_data as usize,
+            )
+        });
+        let (wr_id, signaled, length, status) = match parsed {
+            Ok(w) => {
+                let status = match send_one(qp, inner, &w) {
+                    Ok(()) => WcStatus::Success,
+                    Err(s) => s,
+                };
+                (w.wr_id, w.flags.signaled, w.length, status)
+            }
+            Err(_) => {
+                let id = SendWqe::id_and_completion(&buf).map_or(0, |(id, _)| id);
+                (id, true, 0, WcStatus::LocQpOpErr)
+            }
+        };
+        // The slot goes back before the completion is visible.
+        inner.rings.send.retire();
+        if signaled || inner.attrs.signal_all || status != WcStatus::Success {
+            let c = Completion {
+                wr_id,
+                status,
+                opcode: WcOpcode::Send,
+                byte_len: length,
+                imm_data: None,
+                invalidated_rkey: None,
+                qp_num: qp.data().qpn(),
+                src_qp: 0,
+                grh: false,
+            };
+            let _ = cq::post(qp.send_cq(), qp, &c, false);
+        }
+        if status != WcStatus::Success {
+            // A send error moves the QP to the error state; the rest flush.
+            inner.attrs.state = QpState::Err;
+            qp::flush(qp, &mut inner.rings);
+            return;
+        }
+    }
+}
+
+/// Builds and sends the packet of one UD send WQE.
+fn send_one(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    w: &SendWqe,
+) -> core::result::Result<(), WcStatus> {
+    let dev = qp.device();
+    let op = match w.op {
+        SendOp::Send => Operation::SendOnly,
+        SendOp::SendWithImm => Operation::SendOnlyWithImmediate,
+        _ => return Err(WcStatus::LocQpOpErr),
+    };
+    if w.length as usize > max_payload(dev) {
+        return Err(WcStatus::LocLenErr);
+    }
+    let av = match w.ud.av {
+        Some(av) => av,
+        None => dev.data().ah(w.ud.ah_num).ok_or(WcStatus::LocQpOpErr)?,
+    };
+    let qpn = qp.data().qpn();
+    let flow = io::Flow {
+        src: gid_ip(&av.sgid),
+        dst: gid_ip(&av.dgid),
+        src_port: rxe_initial_sport(qpn),
+        tclass: av.traffic_class,
+        hop_limit: av.hop_limit,
+        out: io::OutPort::Device,
+    };
+    let psn = inner.attrs.sq_psn;
+    inner.attrs.sq_psn = Psn::new(psn).next().value();
+    let mut bth = Bth::new(
+        Opcode::new(Transport::Ud, op),
+        w.ud.remote_qpn & 0x00ff_ffff,
+        Psn::new(psn),
+    );
+    bth.pkey = PKEY_DEFAULT;
+    bth.solicited = w.flags.solicited;
+    let mut h = Headers::new(bth);
+    let qkey = if w.ud.remote_qkey & QKEY_USE_QP != 0 {
+        inner.attrs.qkey
+    } else {
+        w.ud.remote_qkey
+    };
+    h.deth = Some(Deth { qkey, src_qp: qpn });
+    if op == Operation::SendOnlyWithImmediate {
+        h.immdt = Some(ImmDt(w.imm_or_inv.to_ne_bytes()));
+    }
+    let mut local = None;
+    let r = send_packet(dev, &flow, &h, w.length as usize, |out| match &w.data {
+        SendData::Inline { bytes, len } => {
+            let src = bytes.get(..*len).ok_or(EINVAL)?;
+            out.get_mut(..src.len()).ok_or(EINVAL)?.copy_from_slice(src);
+            Ok(())
+        }
+        SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), 0, out).map_err(|s| {
+            local = Some(s);
+            EFAULT
+        }),
+    });
+    match (r, local) {
+        (_, Some(s)) => Err(s),
+        // Lost on the way out (no route, no memory): counted; UD is
+        // unreliable, so the send still completes.
+        _ => Ok(()),
+    }
+}
+
+/// Delivers one received packet to the next receive WQE, if it is a UD
+/// SEND for this QP with the right Q_Key.
+fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
+    if !matches!(inner.attrs.state, QpState::Rtr | QpState::Rts) {
+        return;
+    }
+    let Ok((h, rest)) = Headers::parse(pkt.head()) else {
+        return;
+    };
+    if h.bth.opcode.transport() != Transport::Ud {
+        return;
+    }
+    let imm = match h.bth.opcode.operation() {
+        Operation::SendOnly => None,
+        Operation::SendOnlyWithImmediate => h.immdt.map(|i| u32::from_ne_bytes(i.0)),
+        _ => return,
+    };
+    let Some(deth) = h.deth else { return };
+    let counters = &qp.device().data().io.counters;
+    if deth.qkey != inner.attrs.qkey {
+        counters.inc(Counter::RcvdDropBadQkey);
+        return;
+    }
+    let header_len = pkt.head().len() - rest.len();
+    let after = pkt.len() - header_len + crate::roce::icrc::ICRC_LEN;
+    let Ok(payload_len) = h.payload_len(after) else {
+        return;
+    };
+    let Some(rq) = inner.rings.recv.as_mut() else {
+        // Receives from a shared receive queue are RC only for now.
+        counters.inc(Counter::RcvdDropNoRecv);
+        return;
+    };
+    if rq.pending() == 0 {
+        counters.inc(Counter::RcvdDropNoRecv);
+        return;
+    }
+    let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
+    let max_sge = inner_max_recv_sge(rq.elem_size());
+    let parsed = rq
+        .copy_pending(0, &mut buf)
+        .and_then(|n| RecvWqe::parse(&buf[..n], max_sge));
+    let wr_id = RecvWqe::id(&buf).unwrap_or(0);
+    let status = match parsed {
+        Ok(w) => place(qp, &w, pkt, header_len, payload_len),
+        Err(_) => WcStatus::LocQpOpErr,
+    };
+    // The slot goes back before the completion is visible.
+    rq.retire();
+    let c = Completion {
+        wr_id,
+        status,
+        opcode: WcOpcode::Recv,
+        byte_len: (GRH_LEN + payload_len) as u32,
+        imm_data: imm,
+        invalidated_rkey: None,
+        qp_num: qp.data().qpn(),
+        src_qp: deth.src_qp,
+        grh: true,
+    };
+    let _ = cq::post(qp.recv_cq(), qp, &c, h.bth.solicited);
+}
+
+/// Writes the GRH and the payload into the receive WQE's buffers.
+fn place(
+    qp: &Qp<SroceDevice>,
+    w: &RecvWqe,
+    pkt: &RxPacket,
+    header_len: usize,
+    payload_len: usize,
+) -> WcStatus {
+    let dev = qp.device();
+    let sges = w.sges.as_slice();
+    if w.sges
+        .total_len()
+        .is_none_or(|t| (t as usize) < GRH_LEN + payload_len)
+    {
+        return WcStatus::LocLenErr;
+    }
+    // RoCEv2: the IP header stands in for the GRH; an IPv4 header fills
+    // the last 20 of the 40 bytes (IBTA annex A17), an IPv6 header all.
+    let mut grh = [0u8; GRH_LEN];
+    if let Some(ip) = pkt.ip_header() {
+        let at = GRH_LEN.saturating_sub(ip.len());
+        if let Some(dst) = grh.get_mut(at..) {
+            if dst.len() == ip.len() {
+                dst.copy_from_slice(ip);
+            }
+        }
+    }
+    if let Err(s) = scatter(dev, qp, sges, 0, &grh, Access::LOCAL_WRITE) {
+        return s;
+    }
+    // The payload in small pieces: no page-sized buffer on the stack.
+    let mut chunk = [0u8; 256];
+    let mut done = 0;
+    while done < payload_len {
+        let n = (payload_len - done).min(chunk.len());
+        let Some(piece) = chunk.get_mut(..n) else {
+            return WcStatus::LocLenErr;
+        };
+        if pkt.copy_to(header_len + done, piece).is_err() {
+            return WcStatus::LocLenErr;
+        }
+        let at = (GRH_LEN + done) as u32;
+        if let Err(s) = scatter(dev, qp, sges, at, piece, Access::LOCAL_WRITE) {
+            return s;
+        }
+        done += n;
+    }
+    WcStatus::Success
+}

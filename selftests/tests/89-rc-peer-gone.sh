@@ -1,0 +1,94 @@
+#!/bin/bash
+# The peer goes away in the middle of an RC transfer: its link goes down,
+# its process (and so its QP) is killed, its device is removed. The
+# requester (ib_write_bw, which only requests) must fail with the transport
+# retry error (status 12, IBV_WC_RETRY_EXC_ERR) within the QP's retry budget
+# (perftest: timeout 14 = 67 ms and 7 retries, about half a second), leak
+# nothing, and the device must work afterwards.
+# timeout: 300
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+two_devices
+g1=$G1 g2=$G2
+counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
+pins0=$(pinned_pages)
+
+# start_pair: a long RDMA WRITE stream, server in h1 ($SRV), client in h2
+# ($CLI), still running after 3 s.
+start_pair() {
+	bg_in h1 "$TEST_TMP/server.log" ib_write_bw -d "$DEV1" -x "$g1" -D 100 -s 65536 -F
+	SRV=$BG_PID
+	wait_listen h1 "$OOB_PORT"
+	bg_in h2 "$TEST_TMP/client.log" ib_write_bw -d "$DEV2" -x "$g2" -D 100 -s 65536 -F 10.77.1.1
+	CLI=$BG_PID
+	sleep 3
+	kill -0 "$CLI" 2>/dev/null || fail "client ended early: $(cat "$TEST_TMP/client.log")"
+}
+
+# expect_retry_exceeded WHAT: the client fails with the transport retry
+# error within 20 s (generous for TCG; the budget itself is ~0.5 s).
+expect_retry_exceeded() {
+	local t0=$SECONDS rc=0
+	while kill -0 "$CLI" 2>/dev/null && ((SECONDS - t0 < 20)); do sleep 0.1; done
+	kill -0 "$CLI" 2>/dev/null && fail "client still running 20 s after $1"
+	wait "$CLI" || rc=$?
+	log "client after $1 ($((SECONDS - t0)) s): exit $rc: $(tr '\n' ' ' <"$TEST_TMP/client.log")"
+	((rc != 0)) || fail "client succeeded after $1"
+	# rxe, the reference, flushes its QPs when its own port goes down
+	# (status 5, IBV_WC_WR_FLUSH_ERR) before the retries run out.
+	local want="Failed status 12"
+	[[ $LINK_TYPE == rxe ]] && want="Failed status (5|12)"
+	assert_match "$(cat "$TEST_TMP/client.log")" "$want" "retry error after $1"
+	kill -9 "$SRV" 2>/dev/null || true
+	wait "$SRV" 2>/dev/null || true
+}
+
+# still_works: a short payload-checked ping-pong succeeds.
+still_works() {
+	run_pair h1 "ibv_rc_pingpong -d $DEV1 -g $g1 -n 20 -s 4096 -c" \
+		h2 "ibv_rc_pingpong -d $DEV2 -g $g2 -n 20 -s 4096 -c 10.77.1.1"
+	assert_match "$CLIENT_OUT" "20 iters in" "ping-pong after $1"
+}
+
+retry0=$(counter "$DEV2" retry_exceeded_err)
+
+log "case 1: the server's link goes down"
+start_pair
+in_ns h1 ip link set v1 down
+expect_retry_exceeded "the peer's link went down"
+in_ns h1 ip link set v1 up
+wait_port_active "$DEV1"
+g1=$(gid_index "$DEV1" 10.77.1.1)
+still_works "the link came back"
+
+log "case 2: the server process (and its QP) is killed"
+start_pair
+# perftest's client would otherwise notice the closed TCP side channel and
+# stop before its requests time out: hide the server's FIN from it.
+in_ns h2 tc qdisc add dev v2 ingress
+in_ns h2 tc filter add dev v2 parent ffff: protocol ip u32 \
+	match ip protocol 6 0xff match ip sport "$OOB_PORT" 0xffff action drop
+kill -9 "$SRV"
+expect_retry_exceeded "the peer QP was destroyed"
+in_ns h2 tc qdisc del dev v2 ingress
+still_works "the peer QP was destroyed"
+
+if [[ $LINK_TYPE == sroce ]]; then
+	retry1=$(counter "$DEV2" retry_exceeded_err)
+	log "retry_exceeded_err on $DEV2: $retry0 -> $retry1"
+	((retry1 - retry0 >= 2)) || fail "retry_exceeded_err moved by $((retry1 - retry0)), expected 2"
+fi
+
+log "case 3: the server's device is removed"
+start_pair
+rdma link delete "$DEV1"
+expect_retry_exceeded "the peer device was removed"
+add_link h1 "$DEV1" v1
+wait_port_active "$DEV1"
+g1=$(gid_index "$DEV1" 10.77.1.1)
+still_works "the peer device came back"
+
+pins1=$(pinned_pages)
+assert_eq "$pins1" "$pins0" "pinned pages after the peer-gone cases"
+

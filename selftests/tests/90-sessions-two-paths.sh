@@ -1,0 +1,174 @@
+#!/bin/bash
+# Sessions over two paths. Each host has a service address (10.77.9.N/32)
+# reached over a two-link multipath route (v1-v2 and w1-w2, L4 hashing);
+# the sroce devices sit on v1/v2. With a group of two sessions each RC QP
+# sends on two UDP 5-tuples whose source ports sroce picks so they leave
+# through different links. Checked: every policy moves data intact; the
+# extra session's port is held (no other socket can bind it); round-robin
+# without the reorder guard uses both links; cutting one link mid-transfer
+# (netem 100% loss) fails nothing, and traffic returns to it afterwards.
+# timeout: 420
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+[[ $LINK_TYPE == sroce ]] || skip "tests sroce's sessions"
+require_module_file
+command -v ib_write_bw >/dev/null || skip "perftest is not installed"
+SROCE=$SROCE_BIN/sroce
+[[ -x $SROCE ]] || fail "no sroce tool at $SROCE"
+load_sroce
+on_exit unload_sroce
+multipath_hosts
+link_devices 10.77.9.1 10.77.9.2
+g1=$G1 g2=$G2
+log "GID index of 10.77.9.1 on sroce1: $g1, of 10.77.9.2 on sroce2: $g2"
+
+tx() { in_ns "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
+# start_write_bw SECS: an RDMA WRITE stream of SECS seconds from h2 to h1
+# in the background; sets SRV and CLI to the two processes.
+start_write_bw() {
+	bg_in h1 "$TEST_TMP/server.log" ib_write_bw -d sroce1 -x "$g1" -D "$1" -s 65536 -F
+	SRV=$BG_PID
+	wait_listen h1 "$OOB_PORT"
+	bg_in h2 "$TEST_TMP/client.log" ib_write_bw -d sroce2 -x "$g2" -D "$1" -s 65536 -F 10.77.9.1
+	CLI=$BG_PID
+}
+group() { # POLICY GUARD: both devices, for QPs connected from now on
+	local d
+	for d in sroce1 sroce2; do
+		assert_ok "$SROCE" dev set "$d" group-size 2 policy "$1" reorder-guard "$2"
+	done
+	log "sessions: group-size 2 policy $1 reorder-guard $2"
+}
+pingpong() {
+	run_pair h1 "ibv_rc_pingpong -d sroce1 -g $g1 -n 100 -s 4096 -m 1024 -c" \
+		h2 "ibv_rc_pingpong -d sroce2 -g $g2 -n 100 -s 4096 -m 1024 -c 10.77.9.1"
+	assert_match "$CLIENT_OUT" "100 iters in" "ibv_rc_pingpong under $1"
+}
+write_bw() {
+	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -n 300 -s 65536 -F" \
+		h2 "ib_write_bw -d sroce2 -x $g2 -n 300 -s 65536 -F 10.77.9.1"
+	assert_match "$CLIENT_OUT" '^ *65536 +300 +[0-9.]+ +[0-9.]+' "ib_write_bw under $1"
+}
+
+verbs_data() {
+	local out rc=0
+	out=$(timeout 300 "$SROCE_BIN/verbs_data" sroce1 "$g1" sroce2 "$g2" 2>&1) || rc=$?
+	{ grep -E '^FAIL|got wr_id|no completion' <<<"$out" || true; } | head -10 | sed 's/^/#   /'
+	((rc == 0)) || fail "verbs_data under $1 exited $rc"
+	assert_contains "$out" "all checks passed" "verbs_data under $1"
+}
+
+for policy in hash round-robin least-outstanding failover; do
+	group "$policy" on
+	pingpong "$policy"
+	write_bw "$policy"
+	verbs_data "$policy"
+done
+group round-robin off
+verbs_data "round-robin without the reorder guard"
+
+# Round-robin per message: both links carry the client's requests.
+group round-robin off
+v0=$(tx h2 v2) w0=$(tx h2 w2)
+write_bw "round-robin without the reorder guard"
+dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
+log "client's packets: v2 +$dv, w2 +$dw"
+((dv > 1000 && dw > 1000)) || fail "round-robin did not use both links (v2 +$dv, w2 +$dw)"
+
+# A connected QP's group changed by the administrator (QP_SET): it starts
+# with the device default of one session and gets two, on both links.
+group hash on
+for d in sroce1 sroce2; do assert_ok "$SROCE" dev set "$d" group-size 1; done
+start_write_bw 20
+sleep 3
+list=$("$SROCE" session show sroce2)
+log "sessions of sroce2 before qp set:"$'\n'"$list"
+assert_eq "$(wc -l <<<"$list")" 1 "one session before qp set"
+qpn=$(awk '{ print $3 }' <<<"$list")
+assert_fails_with "no such queue pair" "$SROCE" qp set sroce2 999999 policy failover
+pub=$(mktemp -d)
+on_exit "rm -rf $pub"
+chmod 755 "$pub"
+cp "$SROCE" "$pub/sroce"
+assert_fails_with 'EPERM' setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	--inh-caps=-all --bounding-set=-all "$pub/sroce" qp set sroce2 "$qpn" group-size 2
+assert_ok "$SROCE" qp set sroce2 "$qpn" group-size 2 policy round-robin reorder-guard off
+v0=$(tx h2 v2) w0=$(tx h2 w2)
+sleep 3
+dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
+list=$("$SROCE" session show sroce2)
+log "sessions of sroce2 after qp set $qpn:"$'\n'"$list"
+log "client's packets after qp set: v2 +$dv, w2 +$dw"
+assert_eq "$(grep -c "^sroce2 qp $qpn session [01] .* round-robin" <<<"$list")" 2 "two sessions after qp set"
+# The group in the RDMA core's resource dump (driver attributes).
+res=$(rdma -dd resource show qp link sroce2/1 lqpn "$qpn" 2>&1 || true)
+log "rdma -dd resource show qp lqpn $qpn: $res"
+assert_match "$res" "session_group_size 2" "rdma resource show qp: group size"
+assert_match "$res" "session_policy round-robin" "rdma resource show qp: policy"
+((dv > 500 && dw > 500)) || fail "after qp set the QP did not use both links (v2 +$dv, w2 +$dw)"
+rc=0
+wait "$CLI" || rc=$?
+kill -9 "$SRV" 2>/dev/null || true
+wait "$SRV" 2>/dev/null || true
+((rc == 0)) || fail "ib_write_bw failed ($rc) across qp set: $(cat "$TEST_TMP/client.log")"
+group round-robin off
+
+# The extra session's source port is held while the QP lives.
+start_write_bw 14
+sleep 3
+ports=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535 { print p }' | sort -u)
+log "held UDP ports in h2's range: ${ports//$'\n'/ }"
+[[ -n $ports ]] || fail "no session port is held in 61000-65535"
+port=${ports%%$'\n'*}
+list=$("$SROCE" session show sroce2)
+log "sessions of sroce2:"$'\n'"$list"
+n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]" <<<"$list")
+assert_eq "$n" 2 "two live sessions carrying packets listed for the client QP"
+assert_fails_with "Address already in use" in_ns h2 python3 -c \
+	"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(('', $port))"
+
+# Cut the w link both ways mid-transfer, then restore it.
+for n in 1 2; do in_ns "h$n" tc qdisc add dev "w$n" root netem loss 100%; done
+log "w1-w2 cut (netem loss 100%)"
+sleep 4
+list=$("$SROCE" session show sroce2)
+log "sessions of sroce2 during the cut:"$'\n'"$list"
+assert_match "$list" " (down|probing) policy" "a session is down while its link is cut"
+for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
+log "w1-w2 restored"
+sleep 1
+w0=$(tx h2 w2)
+rc=0
+wait "$CLI" || rc=$?
+dw=$(($(tx h2 w2) - w0))
+kill -9 "$SRV" 2>/dev/null || true
+wait "$SRV" 2>/dev/null || true
+sed 's/^/#   /' "$TEST_TMP/client.log"
+((rc == 0)) || fail "ib_write_bw failed ($rc) although one link stayed up"
+assert_match "$(cat "$TEST_TMP/client.log")" '^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "ib_write_bw across the cut"
+log "w2 carried $dw packets after the link came back"
+((dw > 100)) || fail "traffic did not return to the restored link (w2 +$dw)"
+after=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' | wc -l)
+assert_eq "$after" 0 "session ports released with the QPs"
+
+# The largest group: 64 sessions, each with its own held port.
+for d in sroce1 sroce2; do
+	assert_ok "$SROCE" dev set "$d" group-size 64 policy round-robin reorder-guard off
+done
+start_write_bw 6
+sleep 3
+list=$("$SROCE" session show sroce2)
+held=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' | wc -l)
+log "64-session group: $(wc -l <<<"$list") sessions listed, $(awk '{ print $6 }' <<<"$list" | sort -u | wc -l) distinct 5-tuples, $held ports held in h2"
+assert_eq "$(wc -l <<<"$list")" 64 "64 sessions listed"
+assert_eq "$(awk '{ print $6 }' <<<"$list" | sort -u | wc -l)" 64 "64 distinct 5-tuples"
+assert_eq "$held" 63 "63 extra-session ports held in h2"
+rc=0
+wait "$CLI" || rc=$?
+kill -9 "$SRV" 2>/dev/null || true
+wait "$SRV" 2>/dev/null || true
+((rc == 0)) || fail "ib_write_bw over 64 sessions failed ($rc): $(cat "$TEST_TMP/client.log")"
+busy=$(awk '$12 == "tx" && $13 > 0' <<<"$list" | wc -l)
+log "sessions that carried packets: $busy of 64"
+((busy >= 60)) || fail "round-robin used only $busy of 64 sessions"
