@@ -52,6 +52,8 @@ read_bw() {
 for CASE in "loss 1%" "loss 5%" "delay 1ms reorder 25% 50%" "duplicate 5%" "corrupt 1%"; do
 	# shellcheck disable=SC2086 # CASE is netem's argument list
 	netem $CASE
+	LOSSY_WIRE=0
+	[[ $CASE == loss* || $CASE == corrupt* ]] && LOSSY_WIRE=1
 	before_retx=$(sum retransmitted_pkts)
 	before_dup=$(sum duplicate_request)
 	pingpong 4096 200

@@ -90,6 +90,7 @@ matrix
 for n in 1 2; do in_ns "h$n" tc qdisc add dev "v$n" root netem loss 2%; done
 on_exit "for n in 1 2; do ip netns exec h\$n tc qdisc del dev v\$n root 2>/dev/null; done; true"
 CASE="loss 2%"
+LOSSY_WIRE=1
 matrix
 
 # The reference pair under the same loss: rxe on both hosts.
