@@ -92,7 +92,7 @@ guest_script=$here/vm-main.sh
 # The command run in the guest. The guest sees the host's root filesystem
 # read-only at the same paths, plus $results read-write.
 guest_cmd=$(printf '%q ' env \
-	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" \
+	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" SROCE_KDIR="$KDIR" \
 	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" SROCE_VM_REBOOT=1 \
 	SROCE_BIN="$bin" SROCE_BENCH_ITERS="${SROCE_BENCH_ITERS:-100}" \
 	SROCE_BENCH_RATE="${SROCE_BENCH_RATE:-40mbit}" SROCE_BENCH_SECS="${SROCE_BENCH_SECS:-8}" \
@@ -103,7 +103,11 @@ guest_cmd=$(printf '%q ' env \
 # /dev/virtio-ports links, and virtme-ng-init falls back to running the
 # script on the console). The boot log is kept out of the stream (it goes
 # to the console log only) until vm-main.sh prints its banner.
+# ib_core.force_mr=1: kernel users of the core's rdma_rw API (nvmet in
+# 93-nvme-rdma) register memory for every RDMA READ/WRITE, which exercises
+# fast registration and local invalidate; no other test uses rdma_rw.
 vng_cmd=(vng --verbose --run "$bzimage" --cpus "${SROCE_VM_CPUS:-2}" --memory "${SROCE_VM_MEM:-2G}"
+	--append ib_core.force_mr=1
 	--rwdir "$results" --cwd "$tmp" --exec "$guest_cmd")
 if [[ ${SROCE_VM_KVM:-0} == 1 && -w /dev/kvm ]]; then
 	accel=kvm

@@ -7,6 +7,23 @@
 
 use super::bindings;
 
+/// `IB_DEVICE_*` capability bits a driver may claim.
+pub(crate) mod cap {
+    use super::bindings;
+    /// Fast-registration MRs, local invalidate, SEND with invalidate.
+    pub(crate) const MEM_MGT_EXTENSIONS: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    /// The responder sends RNR NAKs.
+    pub(crate) const RC_RNR_NAK_GEN: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+    /// Port active events are generated.
+    pub(crate) const PORT_ACTIVE_EVENT: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+    /// The system image GUID is meaningful.
+    pub(crate) const SYS_IMAGE_GUID: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+}
+
 /// Limits and capabilities reported by `query_device` (`ibv_devinfo -v`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct DeviceAttr {

@@ -561,6 +561,8 @@ impl<T: Driver> VTable<T> {
             mmap_free: Some(queue::mmap_free),
             reg_user_mr: Some(mr::reg_user::<T>),
             get_dma_mr: Some(mr::get_dma::<T>),
+            alloc_mr: Some(mr::alloc::<T>),
+            map_mr_sg: Some(mr::map_sg::<T>),
             dereg_mr: Some(mr::dereg::<T>),
             alloc_hw_port_stats: (!T::PORT_STATS.is_empty()).then_some(stats::alloc_port::<T>),
             get_hw_stats: (!T::PORT_STATS.is_empty()).then_some(stats::get::<T>),

@@ -166,6 +166,8 @@ impl<'a, T: Driver> SendWrs<'a, T> {
             bindings::ib_wr_opcode_IB_WR_LOCAL_INV => {
                 bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV
             }
+            // Kept as the kernel's value: no uverbs opcode has it.
+            bindings::ib_wr_opcode_IB_WR_REG_MR => bindings::ib_wr_opcode_IB_WR_REG_MR,
             _ => return Err(EINVAL),
         };
         let is = |op: u32| wr.opcode == op;
@@ -208,6 +210,12 @@ impl<'a, T: Driver> SendWrs<'a, T> {
                 rkey: a.rkey,
                 reserved: 0,
             };
+        } else if is(bindings::ib_wr_opcode_IB_WR_REG_MR) {
+            // SAFETY: REG_MR requests are the `wr` of an `ib_reg_wr`.
+            let r = unsafe { &*self.cur.cast::<bindings::ib_reg_wr>() };
+            // The key names the region; its pointer stays out of the ring.
+            raw.wr.reg.key = r.key;
+            raw.wr.reg.access = u32::try_from(r.access).map_err(|_| EINVAL)?;
         } else if self.ud {
             // SAFETY: UD requests are the `wr` of an `ib_ud_wr` (invariant).
             let u = unsafe { &*self.cur.cast::<bindings::ib_ud_wr>() };

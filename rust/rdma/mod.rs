@@ -21,6 +21,7 @@ pub(crate) mod devname;
 pub(crate) mod kwr;
 pub(crate) mod link;
 pub(crate) mod mr;
+pub(crate) mod mr_fast;
 pub(crate) mod mr_memory;
 pub(crate) mod mr_table;
 pub(crate) mod netdev;

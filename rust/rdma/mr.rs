@@ -20,14 +20,16 @@ use super::{
     access::Access,
     bindings,
     device::{device_from_raw, Device, Driver},
+    mr_fast::{FastReg, FastRegError, Registration},
     mr_memory::{MrMemory, UserPages},
+    mr_table::AccessError,
     pd::Pd,
 };
 use core::ptr::NonNull;
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
-    sync::{Completion, Refcount},
+    sync::{atomic::Full, Completion, Refcount},
     types::Opaque,
 };
 use pin_init::InPlaceWrite;
@@ -39,6 +41,11 @@ pub(crate) enum MrKind {
     User,
     /// All memory, for a kernel consumer's PD (`get_dma_mr`).
     Dma,
+    /// A fast-registration region of up to `max_pages` pages (`alloc_mr`).
+    FastReg {
+        /// Pages a mapping may have.
+        max_pages: u32,
+    },
 }
 
 /// A registration request, as the driver sees it before memory is pinned.
@@ -134,11 +141,6 @@ impl<T: Driver> Mr<T> {
         self.length
     }
 
-    /// The rights granted at registration.
-    pub(crate) fn access(&self) -> Access {
-        self.access
-    }
-
     /// The driver's data.
     #[expect(dead_code, reason = "for memory windows and debugfs")]
     pub(crate) fn data(&self) -> &T::Mr {
@@ -157,31 +159,21 @@ impl<T: Driver> Mr<T> {
         (offset.checked_add(len)? <= self.length).then_some(offset)
     }
 
-    /// Copies `src` into the region at `iova`. `EFAULT` if it does not fit
-    /// in the region, `EACCES` if the memory was not pinned writable.
-    pub(crate) fn copy_to(&self, iova: u64, src: &[u8]) -> Result {
-        let offset = self.offset_of(iova, src.len() as u64).ok_or(EFAULT)?;
-        self.memory.copy_to(offset, iova, src)
+    /// Whether `key` names the region now (a fast-registration region
+    /// changes key and is only found while valid).
+    pub(crate) fn has_key(&self, key: u32) -> bool {
+        match &self.memory {
+            MrMemory::FastReg(f) => f.matches(key),
+            _ => self.key == key,
+        }
     }
 
-    /// Fills `dst` from the region at `iova`. `EFAULT` if it does not fit.
-    pub(crate) fn copy_from(&self, iova: u64, dst: &mut [u8]) -> Result {
-        let offset = self.offset_of(iova, dst.len() as u64).ok_or(EFAULT)?;
-        self.memory.copy_from(offset, iova, dst)
-    }
-
-    /// Atomic compare-and-swap of the 8-byte aligned host-order `u64` at
-    /// `iova`; returns the previous value. `EINVAL` if misaligned.
-    pub(crate) fn atomic_compare_swap(&self, iova: u64, compare: u64, swap: u64) -> Result<u64> {
-        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
-        self.memory.compare_swap(offset, iova, compare, swap)
-    }
-
-    /// Atomic fetch-and-add of the 8-byte aligned host-order `u64` at
-    /// `iova`; returns the previous value. `EINVAL` if misaligned.
-    pub(crate) fn atomic_fetch_add(&self, iova: u64, add: u64) -> Result<u64> {
-        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
-        self.memory.fetch_add(offset, iova, add)
+    /// The fast-registration state, if this is such a region.
+    fn fast_reg(&self) -> Option<&FastReg> {
+        match &self.memory {
+            MrMemory::FastReg(f) => Some(f),
+            _ => None,
+        }
     }
 }
 
@@ -190,8 +182,12 @@ impl<T: Driver> Mr<T> {
 ///
 /// # Invariants
 ///
-/// Holds one of the MR's `users` references.
-pub(crate) struct MrRef<T: Driver>(NonNull<Mr<T>>);
+/// Holds one of the MR's `users` references; `key` is the key it was found
+/// by, which accesses check again on a fast-registration region.
+pub(crate) struct MrRef<T: Driver> {
+    mr: NonNull<Mr<T>>,
+    key: u32,
+}
 
 // SAFETY: the MR is `Sync` (its fields are immutable or atomic) and the
 // reference may be dropped on any task or context (`complete_all` is
@@ -207,7 +203,7 @@ impl<T: Driver> MrRef<T> {
     ///
     /// `mr`'s memory must be valid for the call: the caller found it in the
     /// key table under RCU.
-    pub(super) unsafe fn try_new(mr: NonNull<Mr<T>>) -> Option<Self> {
+    pub(super) unsafe fn try_new(mr: NonNull<Mr<T>>, key: u32) -> Option<Self> {
         // SAFETY: the memory is valid (caller); `Refcount` wraps a
         // `refcount_t` (transparent), which `refcount_inc_not_zero` takes.
         let got = unsafe {
@@ -216,7 +212,73 @@ impl<T: Driver> MrRef<T> {
             )
         };
         // INVARIANT: the increment succeeded.
-        got.then_some(Self(mr))
+        got.then_some(Self { mr, key })
+    }
+
+    /// Whether the region grants `needed` on `len` bytes at `iova` now.
+    pub(crate) fn grants(
+        &self,
+        needed: Access,
+        iova: u64,
+        len: u64,
+    ) -> core::result::Result<(), AccessError> {
+        let (access, in_range) = match self.fast_reg() {
+            Some(f) => {
+                let (access, start, length) = f.view(self.key).ok_or(AccessError::BadKey)?;
+                let end = iova.checked_sub(start).and_then(|o| o.checked_add(len));
+                (access, end.is_some_and(|e| e <= length))
+            }
+            None => (self.access, self.offset_of(iova, len).is_some()),
+        };
+        if !access.contains(needed) {
+            return Err(AccessError::NoPermission);
+        }
+        if !in_range {
+            return Err(AccessError::OutOfRange);
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the region at `iova`. `EFAULT` if it does not fit
+    /// in the region (or a fast-registration region was invalidated),
+    /// `EACCES` if the memory was not pinned writable.
+    pub(crate) fn copy_to(&self, iova: u64, src: &[u8]) -> Result {
+        if let Some(f) = self.fast_reg() {
+            return f.copy_to(self.key, iova, src);
+        }
+        let offset = self.offset_of(iova, src.len() as u64).ok_or(EFAULT)?;
+        self.memory.copy_to(offset, iova, src)
+    }
+
+    /// Fills `dst` from the region at `iova`. `EFAULT` if it does not fit.
+    pub(crate) fn copy_from(&self, iova: u64, dst: &mut [u8]) -> Result {
+        if let Some(f) = self.fast_reg() {
+            return f.copy_from(self.key, iova, dst);
+        }
+        let offset = self.offset_of(iova, dst.len() as u64).ok_or(EFAULT)?;
+        self.memory.copy_from(offset, iova, dst)
+    }
+
+    /// Atomic compare-and-swap of the 8-byte aligned host-order `u64` at
+    /// `iova`; returns the previous value. `EINVAL` if misaligned.
+    pub(crate) fn atomic_compare_swap(&self, iova: u64, compare: u64, swap: u64) -> Result<u64> {
+        if let Some(f) = self.fast_reg() {
+            return f.with_atomic_u64(self.key, iova, |a| {
+                a.cmpxchg(compare, swap, Full).unwrap_or_else(|old| old)
+            });
+        }
+        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
+        self.memory.compare_swap(offset, iova, compare, swap)
+    }
+
+    /// Atomic fetch-and-add of the 8-byte aligned host-order `u64` at
+    /// `iova`; returns the previous value. `EINVAL` if misaligned.
+    pub(crate) fn atomic_fetch_add(&self, iova: u64, add: u64) -> Result<u64> {
+        if let Some(f) = self.fast_reg() {
+            return f.with_atomic_u64(self.key, iova, |a| a.fetch_add(add, Full));
+        }
+        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
+        self.memory.fetch_add(offset, iova, add)
     }
 }
 
@@ -224,7 +286,7 @@ impl<T: Driver> core::ops::Deref for MrRef<T> {
     type Target = Mr<T>;
     fn deref(&self) -> &Mr<T> {
         // SAFETY: the reference keeps the MR alive (type invariant).
-        unsafe { self.0.as_ref() }
+        unsafe { self.mr.as_ref() }
     }
 }
 
@@ -240,15 +302,23 @@ fn register<T: Driver>(
     dev: &Device<T>,
     pd: &Pd<T>,
     req: MrRequest,
-    memory: impl FnOnce() -> Result<MrMemory>,
+    memory: impl FnOnce(u32) -> Result<MrMemory>,
 ) -> Result<*mut bindings::ib_mr> {
     // Allocated first so that nothing after the driver's admission can
     // fail for lack of memory but the steps below, which undo it.
     let slot = KBox::<Mr<T>>::new_uninit(GFP_KERNEL)?;
     let data = T::reg_mr(dev, pd, &req)?;
-    let (memory, key) = match memory().and_then(|m| Ok((m, dev.mrs().reserve()?))) {
-        Ok(v) => v,
+    let key = match dev.mrs().reserve() {
+        Ok(k) => k,
         Err(e) => {
+            T::dereg_mr(dev, &data);
+            return Err(e);
+        }
+    };
+    let memory = match memory(key) {
+        Ok(m) => m,
+        Err(e) => {
+            dev.mrs().unreserve(key);
             T::dereg_mr(dev, &data);
             return Err(e);
         }
@@ -332,7 +402,7 @@ unsafe fn try_reg_user<T: Driver>(
         length,
         access: Access::from_raw(access),
     };
-    register(dev, pd, req, || {
+    register(dev, pd, req, |_| {
         Ok(MrMemory::User(UserPages::pin(
             dev, start, length, req.access,
         )?))
@@ -358,7 +428,7 @@ pub(super) unsafe extern "C" fn get_dma<T: Driver>(
         length: u64::MAX,
         access: Access::from_raw(access),
     };
-    register(dev, pd, req, || Ok(MrMemory::KernelVirtual)).unwrap_or_else(Error::to_ptr)
+    register(dev, pd, req, |_| Ok(MrMemory::KernelVirtual)).unwrap_or_else(Error::to_ptr)
 }
 
 /// `ib_device_ops.dereg_mr`. Waits until the data path holds no reference,
@@ -390,4 +460,133 @@ pub(super) unsafe extern "C" fn dereg<T: Driver>(
         bindings::sroce_kfree_rcu_mightsleep(p.cast());
     }
     0
+}
+
+/// `ib_device_ops.alloc_mr`: a fast-registration region, invalid until an
+/// `IB_WR_REG_MR` registers it. Only `IB_MR_TYPE_MEM_REG` exists here.
+///
+/// # Safety
+///
+/// Called by the core with a live PD of a live `Device<T>`.
+pub(super) unsafe extern "C" fn alloc<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    mr_type: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut bindings::ib_mr {
+    if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return Error::to_ptr(EINVAL);
+    }
+    // SAFETY: `pd` is live and its `device` is ours (function contract).
+    let dev = unsafe { device_from_raw::<T>((*pd).device) };
+    // SAFETY: a live PD that `pd::alloc` initialised.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    let req = MrRequest {
+        kind: MrKind::FastReg {
+            max_pages: max_num_sg,
+        },
+        iova: 0,
+        length: 0,
+        access: Access::NONE,
+    };
+    register(dev, pd, req, |key| {
+        Ok(MrMemory::FastReg(FastReg::new(key, max_num_sg as usize)?))
+    })
+    .unwrap_or_else(Error::to_ptr)
+}
+
+/// `ib_device_ops.map_mr_sg`: stages the pages of a scatterlist for the
+/// next registration (`ib_map_mr_sg` set `page_size` first). Returns how
+/// many entries were mapped, as `ib_sg_to_pages` does.
+///
+/// # Safety
+///
+/// Called by the core for an MR of a live `Device<T>`, with a valid
+/// scatterlist of `sg_nents` entries, DMA-mapped for this device.
+pub(super) unsafe extern "C" fn map_sg<T: Driver>(
+    ib: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    sg_nents: kernel::ffi::c_int,
+    sg_offset: *mut kernel::ffi::c_uint,
+) -> kernel::ffi::c_int {
+    // SAFETY: an MR `register` made, at offset 0 (type invariant of `Mr`).
+    let mr = unsafe { &*ib.cast::<Mr<T>>() };
+    let Some(f) = mr.fast_reg() else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: the core set `page_size` before calling; the consumer owns
+    // the MR for the call.
+    if let Err(e) = f.begin_map(unsafe { (*ib).page_size }) {
+        return e.to_errno();
+    }
+    // SAFETY: the arguments are the core's (function contract); the
+    // callback only appends to this MR's staged list.
+    let n = unsafe { bindings::ib_sg_to_pages(ib, sg, sg_nents, sg_offset, Some(set_page::<T>)) };
+    // SAFETY: `ib_sg_to_pages` set `iova` to the first byte's address.
+    f.end_map(unsafe { (*ib).iova });
+    n
+}
+
+/// `ib_sg_to_pages`' callback: one more page for `ib`'s staged list.
+///
+/// # Safety
+///
+/// `ib` is a fast-registration MR of a `Device<T>` (from `map_sg`).
+unsafe extern "C" fn set_page<T: Driver>(
+    ib: *mut bindings::ib_mr,
+    addr: u64,
+) -> kernel::ffi::c_int {
+    // SAFETY: function contract.
+    let mr = unsafe { &*ib.cast::<Mr<T>>() };
+    match mr.fast_reg().map(|f| f.push_page(addr)) {
+        Some(Ok(())) => 0,
+        Some(Err(e)) => e.to_errno(),
+        None => EINVAL.to_errno(),
+    }
+}
+
+/// The local operations on fast-registration regions, for the send queue
+/// (`IB_WR_REG_MR`, `IB_WR_LOCAL_INV`) and the responder (SEND with
+/// invalidate).
+impl<T: Driver> Device<T> {
+    /// Registers the region `key` names (its index; its low 8 bits become
+    /// the region's new key variant) for a QP of `pd`, over the pages last
+    /// mapped, with `access`.
+    pub(crate) fn fast_register(
+        &self,
+        pd: &Pd<T>,
+        key: u32,
+        access: Access,
+    ) -> core::result::Result<(), FastRegError> {
+        let mr = self.mrs().get_slot(key).ok_or(FastRegError::WrongIndex)?;
+        let f = match mr.fast_reg() {
+            Some(f) if mr.belongs_to(pd) => f,
+            _ => return Err(FastRegError::WrongIndex),
+        };
+        // SAFETY: the MR is live (`mr` holds a reference); `iova` and
+        // `length` were set by the consumer's mapping before it posted the
+        // request that runs this (ordered by the send queue's lock).
+        let (iova, length) = unsafe {
+            let ib = mr.ib.get();
+            ((*ib).iova, (*ib).length)
+        };
+        f.register(&Registration {
+            key,
+            access,
+            iova,
+            length,
+        })
+    }
+
+    /// Invalidates the region whose current key is `key`, for a QP of `pd`.
+    pub(crate) fn invalidate_key(
+        &self,
+        pd: &Pd<T>,
+        key: u32,
+    ) -> core::result::Result<(), FastRegError> {
+        let mr = self.mrs().get_slot(key).ok_or(FastRegError::WrongKey)?;
+        match mr.fast_reg() {
+            Some(f) if mr.belongs_to(pd) => f.invalidate(key),
+            _ => Err(FastRegError::WrongKey),
+        }
+    }
 }

@@ -25,6 +25,7 @@ use super::{
     access::Access,
     bindings,
     device::{Device, Driver},
+    mr_fast::FastReg,
     umem::{PinnedPage, Umem},
 };
 use kernel::{
@@ -39,6 +40,9 @@ pub(crate) enum MrMemory {
     User(UserPages),
     /// All kernel memory; iovas are kernel virtual addresses (DMA MR).
     KernelVirtual,
+    /// Pages a kernel consumer maps and registers through its send queue
+    /// (reached through [`super::mr::MrRef`], which knows the key).
+    FastReg(Pin<KBox<FastReg>>),
 }
 
 /// Pinned user memory and the list of its pages.
@@ -163,6 +167,8 @@ impl MrMemory {
                 unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
                 Ok(())
             }
+            // Needs the key: see `MrRef`.
+            Self::FastReg(_) => Err(EFAULT),
         }
     }
 
@@ -193,6 +199,7 @@ impl MrMemory {
                 unsafe { core::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
                 Ok(())
             }
+            Self::FastReg(_) => Err(EFAULT),
         }
     }
 
@@ -263,6 +270,7 @@ impl MrMemory {
                 // as checked above.
                 Ok(op(unsafe { Atomic::from_ptr(p.cast::<u64>()) }))
             }
+            Self::FastReg(_) => Err(EFAULT),
         }
     }
 }

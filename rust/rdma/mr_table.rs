@@ -158,7 +158,18 @@ impl<T: Driver> MrTable<T> {
         let mr = NonNull::new(p.cast::<Mr<T>>())?;
         // SAFETY: an entry points to an MR whose memory lives at least until
         // a grace period after its removal, and we hold RCU (type invariant).
-        unsafe { MrRef::try_new(mr) }.filter(|m| m.key() == key)
+        unsafe { MrRef::try_new(mr, key) }.filter(|m| m.has_key(key))
+    }
+
+    /// The MR in the slot `key` names, whatever its current key (for the
+    /// requests that change a fast-registration region's key or state).
+    pub(super) fn get_slot(&self, key: u32) -> Option<MrRef<T>> {
+        let _rcu = kernel::sync::rcu::read_lock();
+        // SAFETY: a live xarray; RCU is held.
+        let p = unsafe { bindings::xa_load(self.xa.get(), key_index(key) as usize) };
+        let mr = NonNull::new(p.cast::<Mr<T>>())?;
+        // SAFETY: as in `get`.
+        unsafe { MrRef::try_new(mr, key) }
     }
 }
 
@@ -200,10 +211,7 @@ impl<T: Driver> Device<T> {
         if !mr.belongs_to(pd) {
             return Err(AccessError::WrongPd);
         }
-        if !mr.access().contains(needed) {
-            return Err(AccessError::NoPermission);
-        }
-        mr.offset_of(iova, len).ok_or(AccessError::OutOfRange)?;
+        mr.grants(needed, iova, len)?;
         Ok(mr)
     }
 }

@@ -76,6 +76,9 @@ pub(crate) enum SendOp {
     FetchAdd,
     /// Local invalidate.
     LocalInv,
+    /// Fast registration of a memory region (kernel consumers only; the
+    /// kernel's `IB_WR_REG_MR` value, which no uverbs opcode uses).
+    RegMr,
 }
 
 impl SendOp {
@@ -90,6 +93,7 @@ impl SendOp {
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_CMP_AND_SWP => Self::CompareSwap,
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD => Self::FetchAdd,
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV => Self::LocalInv,
+            bindings::ib_wr_opcode_IB_WR_REG_MR => Self::RegMr,
             _ => return None,
         })
     }
@@ -103,6 +107,7 @@ impl SendOp {
             Self::CompareSwap => WcOpcode::CompSwap,
             Self::FetchAdd => WcOpcode::FetchAdd,
             Self::LocalInv => WcOpcode::LocalInv,
+            Self::RegMr => WcOpcode::RegMr,
         }
     }
 }
@@ -150,6 +155,17 @@ pub(crate) struct RemoteTarget {
     pub(crate) swap: u64,
 }
 
+/// What an `IB_WR_REG_MR` registers: the region the key's index names,
+/// under that key, with these rights (the pages are the region's last
+/// mapping; the ring never carries a pointer).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct FastRegTarget {
+    /// The new key.
+    pub(crate) key: u32,
+    /// `IB_ACCESS_*` rights.
+    pub(crate) access: u32,
+}
+
 /// Where a UD send goes: the remote QP and Q_Key, and the address handle
 /// by number, or (older provider libraries, `ah_num` 0) the address
 /// embedded in the WQE.
@@ -184,6 +200,8 @@ pub(crate) struct SendWqe {
     pub(crate) length: u32,
     /// UD destination (meaningful on UD QPs only).
     pub(crate) ud: UdTarget,
+    /// The registration of an `IB_WR_REG_MR`.
+    pub(crate) fast_reg: FastRegTarget,
 }
 
 /// A parsed receive work queue entry.
@@ -296,6 +314,17 @@ impl SendWqe {
         };
         // SAFETY: both union members are a 32-bit integer.
         let imm_or_inv = unsafe { wr.ex.invalidate_rkey };
+        let fast_reg = match op {
+            // SAFETY: plain integers of the union's `reg` member (its
+            // pointer is never read).
+            SendOp::RegMr => unsafe {
+                FastRegTarget {
+                    key: wr.wr.reg.key,
+                    access: wr.wr.reg.access,
+                }
+            },
+            _ => FastRegTarget::default(),
+        };
         // SAFETY: plain integers and byte arrays; meaningful for UD QPs.
         let ud = unsafe { wr.wr.ud };
         let ud = UdTarget {
@@ -313,6 +342,7 @@ impl SendWqe {
             data,
             length,
             ud,
+            fast_reg,
         })
     }
 }

@@ -5,7 +5,7 @@
 //! They are sized like the kernel's rxe so applications tuned for software
 //! RoCE behave the same on sroce.
 
-use crate::rdma::attr::{DeviceAttr, IbMtu, PortImmutable};
+use crate::rdma::attr::{cap, DeviceAttr, IbMtu, PortImmutable};
 
 /// IEEE OUI for the vendor id; 0xFFFFFF means "none assigned".
 pub(crate) const VENDOR_ID: u32 = 0x00ff_ffff;
@@ -63,6 +63,8 @@ pub(crate) const MAX_SRQ: u32 = 0x4000;
 pub(crate) const MAX_SRQ_WR: u32 = 0x4000;
 /// Scatter/gather entries per shared receive queue work request.
 pub(crate) const MAX_SRQ_SGE: u32 = 27;
+/// Pages a fast-registration MR maps at most (as rxe).
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
 /// Address handles per device.
 pub(crate) const MAX_AH: u32 = 0x7fff;
 
@@ -75,7 +77,10 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         vendor_id: VENDOR_ID,
         max_qp: MAX_QP,
         max_qp_wr: MAX_QP_WR,
-        device_cap_flags: 0,
+        device_cap_flags: cap::MEM_MGT_EXTENSIONS
+            | cap::RC_RNR_NAK_GEN
+            | cap::PORT_ACTIVE_EVENT
+            | cap::SYS_IMAGE_GUID,
         max_sge: MAX_SGE,
         max_sge_rd: MAX_SGE,
         max_cq: MAX_CQ,
@@ -89,7 +94,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         max_srq_sge: MAX_SRQ_SGE,
         max_ah: MAX_AH,
         max_mw: 0x4_0000,
-        max_fast_reg_page_list_len: 512,
+        max_fast_reg_page_list_len: MAX_FAST_REG_PAGES,
         max_pkeys: 64,
         local_ca_ack_delay: 15,
         atomic_cap_hca: true,

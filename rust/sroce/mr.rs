@@ -6,7 +6,7 @@
 //! keys; this is the policy in front of it: the access rights the verbs
 //! allow, the size, and the device's `max_mr` budget.
 
-use super::device::SroceDevice;
+use super::{device::SroceDevice, limits::MAX_FAST_REG_PAGES};
 use crate::rdma::{
     access::Access,
     device::Device,
@@ -50,8 +50,12 @@ pub(crate) fn check_request(req: &MrRequest) -> Result {
     }
     // No size check beyond this: `max_mr_size` is unlimited (as in rxe),
     // and the core bounds what can be pinned (`RLIMIT_MEMLOCK`, 2^32 pages).
-    if req.kind == MrKind::User && req.length == 0 {
-        return Err(EINVAL);
+    match req.kind {
+        MrKind::User if req.length == 0 => return Err(EINVAL),
+        MrKind::FastReg { max_pages } if max_pages == 0 || max_pages > MAX_FAST_REG_PAGES => {
+            return Err(EINVAL)
+        }
+        _ => {}
     }
     Ok(())
 }

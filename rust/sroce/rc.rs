@@ -630,10 +630,6 @@ fn execute(
         WorkKind::Send {
             offset, len, first, ..
         } => {
-            if h.ieth.is_some() {
-                // Invalidation (memory windows) is not implemented.
-                return Outcome::Failed(NakCode::InvalidRequest);
-            }
             if first && !load_recv(rings.recv.as_ref(), rc) {
                 return Outcome::Failed(NakCode::RemoteOperationalError);
             }
@@ -651,9 +647,21 @@ fn execute(
                 data,
                 Access::LOCAL_WRITE,
             ) {
-                Ok(()) => Outcome::Done,
-                Err(WcStatus::LocLenErr) => Outcome::Failed(NakCode::InvalidRequest),
-                Err(_) => Outcome::Failed(NakCode::RemoteOperationalError),
+                Ok(()) => {}
+                Err(WcStatus::LocLenErr) => return Outcome::Failed(NakCode::InvalidRequest),
+                Err(_) => return Outcome::Failed(NakCode::RemoteOperationalError),
+            }
+            // SEND with invalidate (the IETH rides on the last packet):
+            // the key must name a fast-registration region of this PD.
+            let Some(ieth) = h.ieth else {
+                return Outcome::Done;
+            };
+            match dev.invalidate_key(qp.pd(), ieth.rkey) {
+                Ok(()) => {
+                    dev.data().io.counters.inc(Counter::RemoteInv);
+                    Outcome::Done
+                }
+                Err(_) => Outcome::Failed(NakCode::InvalidRequest),
             }
         }
         WorkKind::Write {
@@ -851,7 +859,10 @@ fn finish_recv(
         opcode,
         byte_len,
         imm_data: h.immdt.map(|i| u32::from_ne_bytes(i.0)),
-        invalidated_rkey: None,
+        invalidated_rkey: h
+            .ieth
+            .filter(|_| status == WcStatus::Success)
+            .map(|i| i.rkey),
         qp_num: qp.data().qpn(),
         src_qp: rc.dest_qpn,
         grh: false,
@@ -1027,9 +1038,38 @@ fn fail_local(rc: &mut RcState, tag: u32, status: WcStatus) {
     rc.sq.set_error();
 }
 
+/// Performs the local operation `tag` (fast registration or local
+/// invalidate) on a region of the QP's PD; `LocQpOpErr` if it is refused,
+/// as rxe reports it.
+fn perform_local(
+    qp: &Qp<SroceDevice>,
+    dev: &Device<SroceDevice>,
+    rc: &RcState,
+    tag: u32,
+) -> core::result::Result<(), WcStatus> {
+    let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH) else {
+        return Err(WcStatus::LocQpOpErr);
+    };
+    let (done, counter) = match w.op {
+        SendOp::RegMr => (
+            dev.fast_register(
+                qp.pd(),
+                w.fast_reg.key,
+                Access::from_raw(w.fast_reg.access as kernel::ffi::c_int),
+            ),
+            Counter::FastReg,
+        ),
+        SendOp::LocalInv => (dev.invalidate_key(qp.pd(), w.imm_or_inv), Counter::LocalInv),
+        _ => return Err(WcStatus::LocQpOpErr),
+    };
+    done.map_err(|_| WcStatus::LocQpOpErr)?;
+    dev.data().io.counters.inc(counter);
+    Ok(())
+}
+
 /// The requester engine's operation for a WQE.
-fn wqe_op(op: SendOp) -> Option<WqeOp> {
-    Some(match op {
+fn wqe_op(op: SendOp) -> WqeOp {
+    match op {
         SendOp::Send => WqeOp::Send,
         SendOp::SendWithImm => WqeOp::SendWithImm,
         SendOp::SendWithInv => WqeOp::SendWithInv,
@@ -1038,8 +1078,8 @@ fn wqe_op(op: SendOp) -> Option<WqeOp> {
         SendOp::Read => WqeOp::Read,
         SendOp::CompareSwap => WqeOp::CompareSwap,
         SendOp::FetchAdd => WqeOp::FetchAdd,
-        SendOp::LocalInv => return None,
-    })
+        SendOp::LocalInv | SendOp::RegMr => WqeOp::Local,
+    }
 }
 
 /// Takes newly posted WQEs into the engine and sends what it allows.
@@ -1061,20 +1101,20 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                 )
             });
             let (wqe, op) = match parsed.map(|w| (w, wqe_op(w.op))) {
-                Ok((w, Some(op))) => (w, op),
-                Ok((w, None)) => {
-                    // Local invalidate needs memory windows: not supported.
-                    post_taken(rc, tag, Some(w));
-                    fail_local(rc, tag, WcStatus::LocQpOpErr);
-                    break;
-                }
+                Ok(v) => v,
                 Err(_) => {
                     post_taken(rc, tag, None);
                     fail_local(rc, tag, WcStatus::LocQpOpErr);
                     break;
                 }
             };
-            let len = if op.is_atomic() { 8 } else { wqe.length };
+            let len = if op.is_atomic() {
+                8
+            } else if op.is_local() {
+                0
+            } else {
+                wqe.length
+            };
             let posted = rc.sq.post(crate::roce::requester::SendWqe {
                 tag,
                 op,
@@ -1091,7 +1131,17 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     }
     let now_us = rc.now_us(now);
     let mtu = rc.sq.config().mtu.bytes();
-    while let Some(p) = rc.sq.next_packet() {
+    loop {
+        // A local operation runs when the queue reaches it: after the
+        // packets of everything before it, before any packet after it.
+        if let Some(tag) = rc.sq.take_local() {
+            if let Err(s) = perform_local(qp, dev, rc, tag) {
+                fail_local(rc, tag, s);
+                break;
+            }
+            continue;
+        }
+        let Some(p) = rc.sq.next_packet() else { break };
         if p.retransmit {
             dev.data().io.counters.inc(Counter::RetransmittedPkts);
         }
@@ -1196,7 +1246,8 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     let Some(rc) = rc.as_mut() else { return };
     let now_us = rc.now_us(Instant::<Monotonic>::now());
     while let Some(c) = rc.sq.pop_completion() {
-        if c.status == crate::roce::wc::WcStatus::Success {
+        // A local operation went out on no session.
+        if c.status == crate::roce::wc::WcStatus::Success && !c.op.is_local() {
             rc.sessions.on_completed(c.tag, c.byte_len, now_us);
         }
         let w = rc

@@ -67,10 +67,16 @@ pub(crate) enum Counter {
     RcvdDropBadQkey,
     /// UD packets dropped: no receive WQE posted.
     RcvdDropNoRecv,
+    /// Fast registrations performed (`IB_WR_REG_MR`).
+    FastReg,
+    /// Local invalidations performed (`IB_WR_LOCAL_INV`).
+    LocalInv,
+    /// Regions invalidated by a received SEND with invalidate.
+    RemoteInv,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdDropNoRecv as usize + 1;
+const COUNT: usize = Counter::RemoteInv as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -100,6 +106,9 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"retry_rnr_exceeded_err"),
     StatDesc::new(c"rcvd_drop_bad_qkey"),
     StatDesc::new(c"rcvd_drop_no_recv"),
+    StatDesc::new(c"fast_reg"),
+    StatDesc::new(c"local_inv"),
+    StatDesc::new(c"remote_inv"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

@@ -425,8 +425,17 @@ impl<const N: usize> SendQueue<N> {
         self.read_resume = None;
     }
 
-    /// Finishes the oldest unfinished request with `status`.
+    /// Finishes the oldest unfinished request with `status`, and the
+    /// performed local operations right after it.
     fn finish(&mut self, status: WcStatus) {
+        self.finish_one(status);
+        if !self.error {
+            self.settle_locals();
+        }
+    }
+
+    /// Finishes the oldest unfinished request with `status`.
+    pub(super) fn finish_one(&mut self, status: WcStatus) {
         let k = self.done;
         let Some(slot) = self.slot_mut(k) else {
             return;
@@ -449,7 +458,7 @@ impl<const N: usize> SendQueue<N> {
 
     /// Fails the oldest unfinished request and enters the error state.
     fn fail(&mut self, status: WcStatus) -> Action {
-        self.finish(status);
+        self.finish_one(status);
         self.error = true;
         Action::Fatal { status }
     }
@@ -840,5 +849,104 @@ mod tests {
         );
         h.bth.opcode = Opcode::new(Transport::Rc, Operation::SendOnly);
         assert_eq!(Response::from_headers(&h, 0), Err(Error::UnexpectedOpcode));
+    }
+
+    fn tags(q: &mut SendQueue<8>) -> Vec<(u32, WcStatus)> {
+        core::iter::from_fn(|| q.pop_completion())
+            .map(|c| (c.tag, c.status))
+            .collect()
+    }
+
+    #[test]
+    fn local_operation_waits_its_turn_and_completes_in_order() {
+        let mut q = sq(10);
+        post(&mut q, 1, WqeOp::Send, 1); // PSN 10
+        post(&mut q, 2, WqeOp::Local, 0);
+        post(&mut q, 3, WqeOp::Send, 1); // PSN 11
+
+        // Nothing is due before the first SEND is out.
+        assert_eq!(q.take_local(), None);
+        let p = drain(&mut q);
+        assert_eq!(p.len(), 1, "stops at the local operation");
+        assert_eq!(q.take_local(), Some(2));
+        assert_eq!(q.take_local(), None, "performed once");
+        let p = drain(&mut q);
+        assert_eq!((p.len(), p[0].tag, p[0].psn), (1, 3, Psn::new(11)));
+        // Not complete before the SEND in front of it.
+        assert!(tags(&mut q).is_empty());
+        assert_eq!(q.on_response(&ack(10)), Action::Progress);
+        assert_eq!(
+            tags(&mut q),
+            [(1, WcStatus::Success), (2, WcStatus::Success)]
+        );
+        q.on_response(&ack(11));
+        assert_eq!(tags(&mut q), [(3, WcStatus::Success)]);
+    }
+
+    #[test]
+    fn local_operation_alone_completes_at_once_and_is_not_redone() {
+        let mut q = sq(0);
+        post(&mut q, 1, WqeOp::Local, 0);
+        assert!(drain(&mut q).is_empty());
+        assert_eq!(q.take_local(), Some(1));
+        assert_eq!(tags(&mut q), [(1, WcStatus::Success)]);
+
+        post(&mut q, 2, WqeOp::Write, 1); // PSN 0
+        post(&mut q, 3, WqeOp::Local, 0);
+        post(&mut q, 4, WqeOp::Write, 1); // PSN 1
+        drain(&mut q);
+        assert_eq!(q.take_local(), Some(3));
+        drain(&mut q);
+        // Going back resends both WRITEs and performs nothing again.
+        assert!(matches!(q.on_timeout(), Action::Retransmit { .. }));
+        let again = drain(&mut q);
+        assert_eq!(again.iter().map(|p| p.tag).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(q.take_local(), None);
+        q.on_response(&ack(1));
+        assert_eq!(
+            tags(&mut q),
+            [
+                (2, WcStatus::Success),
+                (3, WcStatus::Success),
+                (4, WcStatus::Success)
+            ]
+        );
+        assert!(WqeOp::Local.is_local());
+        assert!(crate::roce::segment::MessagePlan::new(WqeOp::Local, 1, Mtu::Mtu256).is_err());
+    }
+
+    #[test]
+    fn fenced_local_operation_waits_for_reads() {
+        let mut q = sq(0);
+        post(&mut q, 1, WqeOp::Read, 8); // PSN 0
+        q.post(SendWqe {
+            tag: 2,
+            op: WqeOp::Local,
+            len: 0,
+            fence: true,
+        })
+        .unwrap();
+        drain(&mut q);
+        assert_eq!(q.take_local(), None, "the READ is outstanding");
+        q.on_response(&read_resp(0, Position::Only, 8));
+        assert_eq!(q.take_local(), Some(2));
+        assert_eq!(
+            tags(&mut q),
+            [(1, WcStatus::Success), (2, WcStatus::Success)]
+        );
+    }
+
+    #[test]
+    fn local_operation_after_a_failure_is_flushed() {
+        let mut q = sq(0);
+        post(&mut q, 1, WqeOp::Send, 1);
+        post(&mut q, 2, WqeOp::Local, 0);
+        drain(&mut q);
+        assert_eq!(q.take_local(), Some(2));
+        q.on_response(&nak(0, Syndrome::Nak(NakCode::RemoteAccessError)));
+        assert_eq!(
+            tags(&mut q),
+            [(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]
+        );
     }
 }

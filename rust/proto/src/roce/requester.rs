@@ -298,9 +298,15 @@ impl<const N: usize> SendQueue<N> {
             }
             let idx = self.ring(self.cursor);
             let slot = (*self.slots.get(idx)?)?;
-            if slot.status.is_some() {
+            // Finished, or a local operation already performed (never
+            // again, not even when going back to resend).
+            if slot.status.is_some() || (slot.wqe.op.is_local() && slot.started) {
                 self.advance_cursor();
                 continue;
+            }
+            if slot.wqe.op.is_local() {
+                // Its turn: the driver performs it first (`take_local`).
+                return None;
             }
             let slot = if slot.started {
                 slot
@@ -334,6 +340,43 @@ impl<const N: usize> SendQueue<N> {
                 reth: seg.reth,
                 retransmit,
             });
+        }
+    }
+
+    /// The local operation whose turn it is, if any: every request posted
+    /// before it has sent all its packets (and, with a fence, every earlier
+    /// READ and atomic has completed), none after it has started. Returns
+    /// its tag; the driver performs it now, before asking for more packets
+    /// (a failure is the driver's local error: [`SendQueue::set_error`]). It
+    /// completes, successfully, once everything before it has.
+    pub fn take_local(&mut self) -> Option<u32> {
+        if self.error || self.rnr_wait || self.cursor >= self.len {
+            return None;
+        }
+        let idx = self.ring(self.cursor);
+        let mut slot = (*self.slots.get(idx)?)?;
+        if !slot.wqe.op.is_local() || slot.started || slot.status.is_some() {
+            return None;
+        }
+        if slot.wqe.fence && self.rd_atomic != 0 {
+            return None;
+        }
+        slot.started = true;
+        slot.first_psn = self.next_psn;
+        *self.slots.get_mut(idx)? = Some(slot);
+        self.advance_cursor();
+        self.settle_locals();
+        Some(slot.wqe.tag)
+    }
+
+    /// Finishes the performed local operations at the front of the
+    /// unfinished requests: they wait for nothing but their predecessors.
+    pub(super) fn settle_locals(&mut self) {
+        while let Some(s) = self.slot(self.done) {
+            if !(s.wqe.op.is_local() && s.started && s.status.is_none()) {
+                break;
+            }
+            self.finish_one(WcStatus::Success);
         }
     }
 

@@ -117,10 +117,14 @@ pub enum WqeOp {
     CompareSwap,
     /// Atomic fetch and add (8 bytes).
     FetchAdd,
+    /// A local operation the device performs itself when the send queue
+    /// reaches it (memory registration, local invalidate): no packets, no
+    /// PSNs; it completes in order with the others.
+    Local,
 }
 
 impl WqeOp {
-    /// Every operation.
+    /// Every transport operation (all but [`WqeOp::Local`]).
     pub const ALL: [WqeOp; 8] = [
         WqeOp::Send,
         WqeOp::SendWithImm,
@@ -156,6 +160,8 @@ impl WqeOp {
             WqeOp::Read => 2,
             WqeOp::CompareSwap => 3,
             WqeOp::FetchAdd => 4,
+            // The driver knows which local operation it was.
+            WqeOp::Local => 6,
         }
     }
 
@@ -173,6 +179,11 @@ impl WqeOp {
     /// Whether this is a SEND (consumes a receive WQE at the responder).
     pub const fn is_send(self) -> bool {
         matches!(self, WqeOp::Send | WqeOp::SendWithImm | WqeOp::SendWithInv)
+    }
+
+    /// Whether the device performs this itself, without packets.
+    pub const fn is_local(self) -> bool {
+        matches!(self, WqeOp::Local)
     }
 
     /// Whether this is an RDMA WRITE.
@@ -202,6 +213,8 @@ impl WqeOp {
             (WqeOp::SendWithInv, false, true) => O::SendLastWithInvalidate,
             (WqeOp::Write, false, true) => O::RdmaWriteLast,
             (WqeOp::WriteWithImm, false, true) => O::RdmaWriteLastWithImmediate,
+            // Never asked: a local operation has no packets.
+            (WqeOp::Local, _, _) => O::Acknowledge,
         }
     }
 }
@@ -260,11 +273,16 @@ impl MessagePlan {
     /// above [`MessagePlan::MAX_LEN`], needs more than
     /// [`MessagePlan::MAX_PSNS`] PSNs, or is not 8 for an atomic.
     pub const fn new(op: WqeOp, len: u32, mtu: Mtu) -> Result<Self, Error> {
-        if len > Self::MAX_LEN || (op.is_atomic() && len != Self::ATOMIC_LEN) {
+        if len > Self::MAX_LEN
+            || (op.is_atomic() && len != Self::ATOMIC_LEN)
+            || (matches!(op, WqeOp::Local) && len != 0)
+        {
             return Err(Error::BadMessageLength);
         }
         let psns = if op.is_atomic() {
             1
+        } else if matches!(op, WqeOp::Local) {
+            0
         } else {
             mtu.packets_for(len)
         };
@@ -296,15 +314,18 @@ impl MessagePlan {
 
     /// PSNs the message consumes: one per request packet for SEND and
     /// WRITE, one per response packet for READ (`ceil(len / mtu)`, at
-    /// least 1), one for an atomic.
+    /// least 1), one for an atomic, none for a local operation.
     pub const fn psn_count(&self) -> u32 {
         self.psns
     }
 
     /// Request packets sent for the message when nothing is lost: the PSN
-    /// count for SEND and WRITE, 1 for READ and atomics.
+    /// count for SEND and WRITE, 1 for READ and atomics, 0 for a local
+    /// operation.
     pub const fn packet_count(&self) -> u32 {
-        if self.op.is_read_or_atomic() {
+        if matches!(self.op, WqeOp::Local) {
+            0
+        } else if self.op.is_read_or_atomic() {
             1
         } else {
             self.psns
