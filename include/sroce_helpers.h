@@ -45,6 +45,7 @@ void sroce_kunmap_local(const void *addr);
 /* Packet I/O (rust/net/). */
 struct net *sroce_dev_net(const struct net_device *ndev);
 int sroce_netdev_ifindex(const struct net_device *ndev);
+bool sroce_ifindex_link_up(struct net *net, int ifindex);
 unsigned int sroce_ll_reserved_space(const struct net_device *ndev);
 void *sroce_rcu_dereference_sk_user_data(const struct sock *sk);
 struct sk_buff *sroce_alloc_skb(unsigned int size, gfp_t gfp);

@@ -117,6 +117,18 @@ int sroce_netdev_ifindex(const struct net_device *ndev)
 	return READ_ONCE(ndev->ifindex);
 }
 
+bool sroce_ifindex_link_up(struct net *net, int ifindex)
+{
+	struct net_device *ndev;
+	bool up;
+
+	rcu_read_lock();
+	ndev = dev_get_by_index_rcu(net, ifindex);
+	up = ndev && netif_running(ndev) && netif_carrier_ok(ndev);
+	rcu_read_unlock();
+	return up;
+}
+
 unsigned int sroce_ll_reserved_space(const struct net_device *ndev)
 {
 	return LL_RESERVED_SPACE(ndev);

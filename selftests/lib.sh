@@ -522,6 +522,12 @@ _end_pair() {
 		log "server's last ACK was lost after the client exited (ibv_rc_pingpong has no closing handshake): accepted on a lossy wire"
 		src=0
 	fi
+	# The reference rxe pair under loss: rxe's server may go on waiting for
+	# that last ACK instead of failing; the test declares when that is fine.
+	if ((src == 137 && rc == 0)) && [[ ${REFERENCE_SERVER_MAY_WAIT:-0} == 1 ]]; then
+		log "reference server still waiting for its last ACK 20 s after the client finished: accepted"
+		src=0
+	fi
 	((src == 0)) || fail "server '$scmd' failed with status $src"
 	# shellcheck disable=SC2034 # for the caller
 	CLIENT_OUT=$(cat "$TEST_TMP/client.log")

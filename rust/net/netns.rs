@@ -41,6 +41,14 @@ impl Net {
     pub(crate) fn key(&self) -> NetKey {
         NetKey(self.as_raw() as usize)
     }
+
+    /// Whether the net device with index `ifindex` exists here, is up and
+    /// has carrier. Any context.
+    pub(crate) fn link_up(&self, ifindex: i32) -> bool {
+        // SAFETY: a live namespace (type invariant); the helper looks the
+        // device up under RCU and reads its state bits.
+        unsafe { bindings::sroce_ifindex_link_up(self.as_raw(), ifindex) }
+    }
 }
 
 /// The identity of a namespace (see [`Net::key`]).

@@ -484,6 +484,15 @@ impl<T: Driver> Registry<T> {
             .map(f)
     }
 
+    /// Runs `f` on every live device, under the registry lock (`f` must not
+    /// register or release devices).
+    pub(crate) fn for_each_device(&self, mut f: impl FnMut(&Device<T>)) {
+        for e in self.devices.lock().iter() {
+            // SAFETY: as in `with_device`.
+            f(unsafe { e.0.as_ref() });
+        }
+    }
+
     /// Unregisters every device of this driver and waits until each has been
     /// released by `dealloc_driver`. Call after new devices can no longer be
     /// created (the link type is unregistered).

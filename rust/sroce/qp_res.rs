@@ -39,5 +39,9 @@ pub(crate) fn fill(qp: &Qp<SroceDevice>, out: &mut DriverAttrs<'_>) -> Result {
         .sessions()
         .filter(|(s, _)| s.state() == crate::roce::session::State::Up)
         .count();
-    out.put_u32(c"sessions_up", u32::try_from(up).unwrap_or(u32::MAX))
+    out.put_u32(c"sessions_up", u32::try_from(up).unwrap_or(u32::MAX))?;
+    if let Some(us) = sessions.last_failover_us() {
+        out.put_u32(c"last_failover_us", u32::try_from(us).unwrap_or(u32::MAX))?;
+    }
+    Ok(())
 }

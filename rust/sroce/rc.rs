@@ -48,6 +48,7 @@ use crate::roce::{
     },
     reth::Reth,
     segment::{Mtu, WqeOp},
+    session::{health::probe_psn, SessionId},
 };
 use kernel::{
     alloc::KVBox,
@@ -412,13 +413,30 @@ fn run(qp: &Qp<SroceDevice>) {
         pkt.consume();
     }
     shared.return_batch(batch);
+    if let Some(rc) = inner.rc.as_mut() {
+        let rc: &mut RcState = rc;
+        let now_us = rc.now_us(now);
+        let oldest = rc.sq.oldest_tag();
+        if rc.sessions.refresh_links(qp.device(), oldest, now_us) {
+            // A session's link went down under unacknowledged requests:
+            // resend them on a live one now rather than at the timeout.
+            let a = rc.sq.go_back_now();
+            count_action(counters, &a);
+            rc.timers.on_action(now, &a);
+        }
+    }
     send(qp, inner, now);
     complete_sends(qp, inner);
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
-        let poll = rc.sessions.poll(now_us);
-        rc.timers.update(now, &rc.sq, poll, shared);
+        let polled = rc.sessions.poll(now_us);
+        if let Some(s) = polled.probe {
+            if rc.sq.is_empty() {
+                send_duplicate_probe(qp.device(), rc, s);
+            }
+        }
+        rc.timers.update(now, &rc.sq, polled.keep_polling, shared);
     }
     if inner
         .rc
@@ -986,6 +1004,12 @@ fn on_response(
     } else {
         GoBack::Other
     };
+    if rc.sq.is_empty() {
+        if let ResponseKind::Ack(Syndrome::Ack { .. }) = r.kind {
+            let now_us = rc.now_us(now);
+            rc.sessions.on_idle_ack(r.psn, now_us);
+        }
+    }
     let action = go_back(rc, why, now, |sq| sq.on_response(&r));
     count_action(counters, &action);
     rc.timers.on_action(now, &action);
@@ -1065,6 +1089,31 @@ fn perform_local(
     done.map_err(|_| WcStatus::LocQpOpErr)?;
     dev.data().io.counters.inc(counter);
     Ok(())
+}
+
+/// Sends a duplicate probe on session `s` of an idle QP: a zero-length RDMA
+/// WRITE Only with AckReq and the last acknowledged PSN, which the
+/// responder can only re-ACK (see `roce::session::health`).
+fn send_duplicate_probe(dev: &Device<SroceDevice>, rc: &mut RcState, s: SessionId) {
+    let Some(flow) = rc.sessions.flow(s) else {
+        return;
+    };
+    let psn = probe_psn(rc.sq.una());
+    let mut bth = Bth::new(
+        Opcode::new(Transport::Rc, Operation::RdmaWriteOnly),
+        rc.dest_qpn,
+        psn,
+    );
+    bth.ack_req = true;
+    let mut h = Headers::new(bth);
+    h.reth = Some(Reth {
+        va: 0,
+        rkey: 0,
+        dma_len: 0,
+    });
+    if send_packet(dev, &flow, &h, 0, |_| Ok(())).is_ok() {
+        rc.sessions.probe_sent(s, psn);
+    }
 }
 
 /// The requester engine's operation for a WQE.

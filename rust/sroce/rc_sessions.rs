@@ -22,9 +22,11 @@ use super::{device::SroceDevice, io};
 use crate::net::port_reservation::ReservedPort;
 use crate::rdma::device::{Device, PORT};
 use crate::roce::{
+    psn::Psn,
     requester::RequestPacket,
     session::{
         group::{Group, GroupConfig, Policy, Session, SessionSpec},
+        health::probe_reply_matches,
         port_range::PortRange,
         SessionId, MAX_SESSIONS,
     },
@@ -114,6 +116,36 @@ pub(crate) struct QpSessions<const W: usize> {
     resend_on: u8,
     /// What the group was built from, to rebuild it.
     origin: Origin,
+    /// The distinct links (out net devices) the sessions leave through;
+    /// a session's `local_addr` in the group is its link's index here.
+    links: KVec<Link>,
+    /// The link epoch (`events::link_epoch`) when the links were last read.
+    seen_epoch: u32,
+    /// When the last work request completed (µs).
+    last_progress_us: u64,
+    /// A failover is under way: since when traffic has stalled (µs).
+    stalled_since_us: Option<u64>,
+    /// How long the last failover took: from the stall (the later of the
+    /// oldest unacknowledged request's first send and the last completion)
+    /// to the first completion after the resend on another session (µs).
+    last_failover_us: Option<u64>,
+    /// The duplicate probe in flight: its session and PSN.
+    probe: Option<(u8, Psn)>,
+}
+
+/// What [`QpSessions::poll`] asks of the work item.
+pub(crate) struct Polled {
+    /// Keep waking up for the sessions' health.
+    pub(crate) keep_polling: bool,
+    /// Send a duplicate probe on this session (the QP is idle).
+    pub(crate) probe: Option<SessionId>,
+}
+
+/// A net device sessions leave through, as last seen.
+#[derive(Clone, Copy)]
+struct Link {
+    ifindex: i32,
+    up: bool,
 }
 
 /// What a QP's group is built from.
@@ -158,16 +190,34 @@ impl<const W: usize> QpSessions<W> {
         if size > 1 {
             pick_ports(dev, qpn, &mut flows, &mut held, size, ports)?;
         }
+        // Links are watched only when there is somewhere else to go.
+        let mut links: KVec<Link> = KVec::new();
         let mut specs = KVec::with_capacity(size, GFP_KERNEL)?;
+        let net_dev = dev.netdev(PORT);
         for f in flows.iter() {
+            let mut local_addr = 0u8;
+            if let (true, Some(nd), Ok(ifindex)) =
+                (size > 1, net_dev.as_ref(), io::out_ifindex(dev, f))
+            {
+                let i = match links.iter().position(|l| l.ifindex == ifindex) {
+                    Some(i) => i,
+                    None => {
+                        let up = nd.net().link_up(ifindex);
+                        links.push(Link { ifindex, up }, GFP_KERNEL)?;
+                        links.len() - 1
+                    }
+                };
+                local_addr = u8::try_from(i).unwrap_or(u8::MAX);
+            }
             specs.push(
                 SessionSpec {
                     src_port: f.src_port,
-                    local_addr: 0,
+                    local_addr,
                 },
                 GFP_KERNEL,
             )?;
         }
+        drop(net_dev);
         let mut gcfg = *cfg;
         // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
         gcfg.health.retry_cnt = retry_cnt.min(6);
@@ -187,6 +237,12 @@ impl<const W: usize> QpSessions<W> {
                 next_new: 0,
                 resend_on: 0,
                 origin,
+                links,
+                seen_epoch: super::events::link_epoch(),
+                last_progress_us: now_us,
+                stalled_since_us: None,
+                last_failover_us: None,
+                probe: None,
             },
             GFP_KERNEL,
         )?)
@@ -210,6 +266,7 @@ impl<const W: usize> QpSessions<W> {
         let mut fresh = Self::new(dev, self.origin, cfg, now_us)?;
         fresh.next_new = self.next_new;
         fresh.sent_us = self.sent_us;
+        fresh.last_failover_us = self.last_failover_us;
         // Every WQE counts as sent on session 0, which every group has.
         fresh.resent = [true; W];
         core::mem::swap(self, &mut *fresh);
@@ -278,6 +335,10 @@ impl<const W: usize> QpSessions<W> {
     /// Work request `tag` (`bytes` long) completed successfully.
     pub(crate) fn on_completed(&mut self, tag: u32, bytes: u32, now_us: u64) {
         let i = Self::slot(tag);
+        if let Some(since) = self.stalled_since_us.take() {
+            self.last_failover_us = Some(now_us.saturating_sub(since));
+        }
+        self.last_progress_us = now_us;
         let rtt = (!self.resent[i])
             .then(|| u32::try_from(now_us.saturating_sub(self.sent_us[i])).unwrap_or(u32::MAX));
         let _ = self
@@ -300,8 +361,69 @@ impl<const W: usize> QpSessions<W> {
             }
         };
         let a = r.map_err(|_| ETIMEDOUT)?;
+        if a.failed_over {
+            self.stall_began(oldest);
+        }
         self.begin_round(a.resend_on.0);
         Ok(())
+    }
+
+    /// Notes that traffic stalled on a session and moves to another; the
+    /// stall began when the oldest unacknowledged request was first sent,
+    /// or at the last completion if that came later.
+    fn stall_began(&mut self, oldest: Option<u32>) {
+        if self.stalled_since_us.is_none() {
+            let sent = oldest.map_or(0, |t| self.sent_us[Self::slot(t)]);
+            self.stalled_since_us = Some(sent.max(self.last_progress_us));
+        }
+    }
+
+    /// How long the last failover took (µs), if there was one.
+    pub(crate) fn last_failover_us(&self) -> Option<u64> {
+        self.last_failover_us
+    }
+
+    /// Looks at the sessions' links again if any net device changed state
+    /// since the last look: a session whose link went down is marked down
+    /// at once (and one whose link came back is probed). Returns whether
+    /// the unacknowledged requests must be resent now, on a live session
+    /// (`oldest` is the oldest unacknowledged request's tag).
+    pub(crate) fn refresh_links(
+        &mut self,
+        dev: &Device<SroceDevice>,
+        oldest: Option<u32>,
+        now_us: u64,
+    ) -> bool {
+        let epoch = super::events::link_epoch();
+        if epoch == self.seen_epoch || self.links.is_empty() {
+            return false;
+        }
+        self.seen_epoch = epoch;
+        let Some(ndev) = dev.netdev(PORT) else {
+            return false;
+        };
+        let mut resend = None;
+        for (i, l) in self.links.iter_mut().enumerate() {
+            let up = ndev.net().link_up(l.ifindex);
+            if up == l.up {
+                continue;
+            }
+            l.up = up;
+            let r = self
+                .group
+                .on_link(u8::try_from(i).unwrap_or(u8::MAX), up, now_us);
+            if let Some(s) = r.resend_on {
+                resend = Some(s.0);
+            }
+        }
+        match resend {
+            Some(on) => {
+                self.stall_began(oldest);
+                self.begin_round(on);
+                true
+            }
+            None => false,
+        }
     }
 
     fn begin_round(&mut self, on: u8) {
@@ -309,14 +431,44 @@ impl<const W: usize> QpSessions<W> {
         self.reported = [false; W];
     }
 
-    /// Time-driven health (stall detection, probe scheduling); whether the
-    /// work item should keep waking up for it.
-    pub(crate) fn poll(&mut self, now_us: u64) -> bool {
+    /// Time-driven health (stall detection, probe scheduling): whether the
+    /// work item should keep waking up for it, and a session to probe with
+    /// a duplicate (one at a time, so its reply is unambiguous).
+    pub(crate) fn poll(&mut self, now_us: u64) -> Polled {
         if !self.is_multi() {
-            return false;
+            return Polled {
+                keep_polling: false,
+                probe: None,
+            };
         }
-        let _ = self.group.poll(now_us);
-        self.group.up_mask().count_ones() as usize != self.group.len()
+        let r = self.group.poll(now_us);
+        let due = r.duplicate_probes;
+        let probe = (due != 0).then(|| SessionId(due.trailing_zeros() as u8));
+        Polled {
+            keep_polling: self.group.up_mask().count_ones() as usize != self.group.len(),
+            probe,
+        }
+    }
+
+    /// The 5-tuple of session `id`.
+    pub(crate) fn flow(&self, id: SessionId) -> Option<io::Flow> {
+        self.flows.get(usize::from(id.0)).copied()
+    }
+
+    /// A duplicate probe with PSN `psn` went out on session `id`.
+    pub(crate) fn probe_sent(&mut self, id: SessionId, psn: Psn) {
+        self.probe = Some((id.0, psn));
+    }
+
+    /// An ACK with PSN `psn` arrived while nothing was outstanding: if it
+    /// answers the probe in flight, the probed session is healthy.
+    pub(crate) fn on_idle_ack(&mut self, psn: Psn, now_us: u64) {
+        if let Some((s, probe)) = self.probe {
+            if probe_reply_matches(probe, psn, false) {
+                self.probe = None;
+                let _ = self.group.on_probe_reply(SessionId(s), now_us);
+            }
+        }
     }
 }
 

@@ -542,12 +542,18 @@ static void test_pipeline(void)
 				       B.buf + BUF_SIZE / 2 + 8192 * i, 8192);
 	CHECK(good, "the 8 READs brought their bytes");
 	CHECK(!memcmp(B.buf, A.buf, 8000), "the 8 WRITEs landed");
-	for (i = 0, good = 1; i < 6; i++) {
-		memcpy(&v, A.buf + BUF_SIZE / 2 + 100000 + 8 * i, 8);
-		good = good && v == v0 + i;
+	{
+		uint64_t got[6];
+		for (i = 0, good = 1; i < 6; i++) {
+			memcpy(&got[i], A.buf + BUF_SIZE / 2 + 100000 + 8 * i, 8);
+			good = good && got[i] == v0 + i;
+		}
+		memcpy(&v, B.buf + 150000, 8);
+		CHECK(good && v == v0 + 6,
+		      "the 6 FAAs returned 1000..1005 (got %" PRIu64 " %" PRIu64 " %" PRIu64
+		      " %" PRIu64 " %" PRIu64 " %" PRIu64 "), remote is %" PRIu64,
+		      got[0], got[1], got[2], got[3], got[4], got[5], v);
 	}
-	memcpy(&v, B.buf + 150000, 8);
-	CHECK(good && v == v0 + 6, "the 6 FAAs returned 1000..1005, remote is %" PRIu64, v);
 	CHECK(expect_wc(B.rcq, 800, IBV_WC_SUCCESS, IBV_WC_RECV, &wc) && wc.byte_len == 4096 &&
 	      !memcmp(B.buf + 200000, B.buf + BUF_SIZE / 2, 4096),
 	      "the fenced SEND carried what the first READ brought");

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The peer goes away in the middle of an RC transfer: its link goes down,
-# its process (and so its QP) is killed, its device is removed. The
+# its process (and so its QP) is killed, its device is removed, its provider
+# module is unloaded (sroce's, under an rxe requester). The
 # requester (ib_write_bw, which only requests) must fail with the transport
 # retry error (status 12, IBV_WC_RETRY_EXC_ERR) within the QP's retry budget
 # (perftest: timeout 14 = 67 ms and 7 retries, about half a second), leak
@@ -35,10 +36,11 @@ expect_retry_exceeded() {
 	wait "$CLI" || rc=$?
 	log "client after $1 ($((SECONDS - t0)) s): exit $rc: $(tr '\n' ' ' <"$TEST_TMP/client.log")"
 	((rc != 0)) || fail "client succeeded after $1"
-	# rxe, the reference, flushes its QPs when its own port goes down
-	# (status 5, IBV_WC_WR_FLUSH_ERR) before the retries run out.
+	# rxe, the reference (and case 4's requester), may report a flush
+	# (status 5, IBV_WC_WR_FLUSH_ERR) first: when its own port goes down,
+	# and when its retries run out with more work queued.
 	local want="Failed status 12"
-	[[ $LINK_TYPE == rxe ]] && want="Failed status (5|12)"
+	[[ $LINK_TYPE == rxe || $DEV2 == rxe* ]] && want="Failed status (5|12)"
 	assert_match "$(cat "$TEST_TMP/client.log")" "$want" "retry error after $1"
 	kill -9 "$SRV" 2>/dev/null || true
 	wait "$SRV" 2>/dev/null || true
@@ -88,6 +90,45 @@ add_link h1 "$DEV1" v1
 wait_port_active "$DEV1"
 g1=$(gid_index "$DEV1" 10.77.1.1)
 still_works "the peer device came back"
+
+if [[ $LINK_TYPE == sroce ]]; then
+	# The peer's provider module goes away: sroce's, under a server that
+	# has the device open (the device is disassociated from the process, so
+	# rmmod does not wait for it). The requester that must notice is rxe
+	# in h2: sroce's module serves both sides otherwise. (The converse,
+	# unloading rdma_rxe under an sroce requester, cannot be tested: sroce
+	# reports rxe's driver id so that rdma-core's rxe provider drives it,
+	# and rxe's module exit unregisters every device with that id.)
+	log "case 4: the server's provider module (sroce) is unloaded"
+	rdma link delete "$DEV2"
+	load_rxe
+	on_exit unload_rxe
+	add_link h2 rxe2 v2 rxe
+	wait_port_active rxe2
+	sroce_dev2=$DEV2 sroce_g2=$g2
+	DEV2=rxe2 g2=$(gid_index rxe2 10.77.1.2)
+	start_pair
+	in_ns h2 tc qdisc add dev v2 ingress
+	in_ns h2 tc filter add dev v2 parent ffff: protocol ip u32 \
+		match ip protocol 6 0xff match ip sport "$OOB_PORT" 0xffff action drop
+	rc=0
+	timeout 60 rmmod "$MOD_NAME" >"$TEST_TMP/rmmod.log" 2>&1 || rc=$?
+	((rc == 0)) || fail "rmmod $MOD_NAME under a running server failed ($rc): $(cat "$TEST_TMP/rmmod.log")"
+	module_loaded "$MOD_NAME" && fail "$MOD_NAME still loaded"
+	expect_retry_exceeded "the peer's provider module was unloaded"
+	in_ns h2 tc qdisc del dev v2 ingress
+	rdma link delete rxe2
+	load_sroce
+	DEV2=$sroce_dev2
+	add_link h1 "$DEV1" v1
+	add_link h2 "$DEV2" v2
+	wait_port_active "$DEV1"
+	wait_port_active "$DEV2"
+	g1=$(gid_index "$DEV1" 10.77.1.1)
+	g2=$(gid_index "$DEV2" 10.77.1.2)
+	still_works "the peer's module was unloaded and loaded again"
+	[[ $g2 == "$sroce_g2" ]] || log "GID index of $DEV2 moved: $sroce_g2 -> $g2"
+fi
 
 pins1=$(pinned_pages)
 assert_eq "$pins1" "$pins0" "pinned pages after the peer-gone cases"

@@ -152,6 +152,36 @@ log "w2 carried $dw packets after the link came back"
 after=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' | wc -l)
 assert_eq "$after" 0 "session ports released with the QPs"
 
+# Take the w link down (administratively, on the client's side; the peer
+# end loses carrier) mid-transfer: the link event marks the sessions on it
+# down at once and the unacknowledged requests are resent on the other
+# link without waiting for a timeout; traffic returns when it is back up.
+start_write_bw 12
+sleep 3
+in_ns h2 ip link set w2 down
+log "w2 down"
+sleep 2
+list=$("$SROCE" session show sroce2)
+log "sessions of sroce2 with w2 down:"$'\n'"$list"
+assert_match "$list" " (down|probing) policy" "a session is down while its link is down"
+res=$(rdma -dd resource show qp link sroce2/1 2>&1 || true)
+fo=$(grep -oE 'last_failover_us [0-9]+' <<<"$res" | awk '{ print $2 }' | sort -n | tail -n 1)
+[[ -n $fo ]] || fail "no failover time reported in rdma -dd resource show qp: $res"
+# ib_write_bw's QP timeout is 14: RTO 4.096 us * 2^14 = 67 ms.
+log "failover after the link went down took $((fo / 1000)) ms (3 x RTO = 201 ms)"
+in_ns h2 ip link set w2 up
+log "w2 up"
+sleep 2
+w0=$(tx h2 w2)
+rc=0
+wait "$CLI" || rc=$?
+dw=$(($(tx h2 w2) - w0))
+kill -9 "$SRV" 2>/dev/null || true
+wait "$SRV" 2>/dev/null || true
+((rc == 0)) || fail "ib_write_bw failed ($rc) across a link going down: $(cat "$TEST_TMP/client.log")"
+log "w2 carried $dw packets after it came back up"
+((dw > 100)) || fail "traffic did not return to the link that came back (w2 +$dw)"
+
 # The largest group: 64 sessions, each with its own held port.
 for d in sroce1 sroce2; do
 	assert_ok "$SROCE" dev set "$d" group-size 64 policy round-robin reorder-guard off

@@ -184,6 +184,19 @@ impl<const N: usize> SendQueue<N> {
         self.retry()
     }
 
+    /// Resends everything unacknowledged, from the oldest unacknowledged
+    /// PSN, now: the driver moved the traffic to another path (a link went
+    /// down). No retry is charged. Ignored when nothing is outstanding or
+    /// while waiting for the RNR timer.
+    pub fn go_back_now(&mut self) -> Action {
+        if self.error || self.rnr_wait || self.una == self.sent_end {
+            return Action::Ignore;
+        }
+        self.retrying = true;
+        self.rewind();
+        Action::Retransmit { from: self.una }
+    }
+
     /// Sets the transport retries left back to `retry_cnt`. A driver that
     /// spreads the QP over several paths calls it before each
     /// [`SendQueue::on_timeout`] when its own per-path budget says to go
@@ -948,5 +961,25 @@ mod tests {
             tags(&mut q),
             [(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]
         );
+    }
+
+    #[test]
+    fn go_back_now_resends_without_charging_a_retry() {
+        let mut q = sq(0);
+        post(&mut q, 1, WqeOp::Write, 600); // PSNs 0..=2
+        assert_eq!(drain(&mut q).len(), 3);
+        assert_eq!(q.go_back_now(), Action::Retransmit { from: Psn::new(0) });
+        let again = drain(&mut q);
+        assert_eq!(again.len(), 3);
+        assert!(again.iter().all(|p| p.retransmit));
+        // Every retry is still there: seven timeouts resend, the eighth fails.
+        for _ in 0..7 {
+            assert!(matches!(q.on_timeout(), Action::Retransmit { .. }));
+            drain(&mut q);
+        }
+        assert!(matches!(q.on_timeout(), Action::Fatal { .. }));
+        // Nothing outstanding: nothing to do.
+        let mut q = sq(0);
+        assert_eq!(q.go_back_now(), Action::Ignore);
     }
 }

@@ -777,15 +777,41 @@ impl<S: ResourceStore> ResponderWith<S> {
             | O::RdmaWriteLastWithImmediate
             | O::RdmaWriteOnly
             | O::RdmaWriteOnlyWithImmediate => {
-                // SEND or WRITE: acknowledge everything received so far,
-                // without executing again.
+                // SEND or WRITE: acknowledge what was received, without
+                // executing again: everything, unless a READ or atomic
+                // came after the duplicate; then only up to just before
+                // the first of them. A plain ACK covering a READ or atomic
+                // is an implicit NAK for it (the requester asks again and
+                // gets the replay), but some requesters (rxe) complete an
+                // atomic from a plain ACK of its PSN, without its result:
+                // never send one.
                 Reply::Ack {
-                    psn: self.epsn.wrapping_sub(1),
+                    psn: self.duplicate_ack_psn(req.psn),
                     aeth: ack_aeth(self.msn),
                 }
             }
             _ => Reply::None,
         }
+    }
+
+    /// The PSN to acknowledge a duplicate SEND or WRITE with PSN `dup`:
+    /// the last PSN received, or the one before the first READ/atomic
+    /// resource that starts after `dup`, if that is earlier.
+    fn duplicate_ack_psn(&self, dup: Psn) -> Psn {
+        let last = self.epsn.wrapping_sub(1);
+        let mut ack = last;
+        let mut ack_dist = dup.distance_to(last);
+        let limit = self.res_limit();
+        for res in self.resources.as_ref().iter().take(limit).flatten() {
+            let d = dup.distance_to(res.first_psn);
+            // Starts after the duplicate and no later than the last PSN
+            // received (within the duplicate half-window).
+            if d > 0 && d <= dup.distance_to(last) && d <= Psn::HALF && d.wrapping_sub(1) < ack_dist {
+                ack_dist = d.wrapping_sub(1);
+                ack = res.first_psn.wrapping_sub(1);
+            }
+        }
+        ack
     }
 
     /// The newest resource whose PSN range holds `psn`, with the PSN's
@@ -1163,6 +1189,39 @@ mod tests {
         let zp: Vec<_> = zr.packets().collect();
         assert_eq!(zp.len(), 1);
         assert_eq!((zp[0].operation, zp[0].len), (O::RdmaReadResponseOnly, 0));
+    }
+
+    #[test]
+    fn duplicate_write_is_not_acked_past_a_later_atomic() {
+        let mut r = resp();
+        let mut w = req(100, O::RdmaWriteOnly, 8);
+        w.reth = Some(Reth {
+            va: 0x3000,
+            rkey: 1,
+            dma_len: 8,
+        });
+        exec(&mut r, &w);
+        let mut a = req(101, O::FetchAdd, 0);
+        a.atomic = Some(AtomicEth {
+            va: 0x3000,
+            rkey: 1,
+            swap_add: 1,
+            compare: 0,
+        });
+        exec(&mut r, &a);
+        exec(&mut r, &req(102, O::SendOnly, 1));
+        // The WRITE again: ACKed up to itself, not over the atomic (whose
+        // response the requester may have lost).
+        let Decision::Reply(Reply::Ack { psn, .. }) = r.receive(&w, true) else {
+            panic!()
+        };
+        assert_eq!(psn, Psn::new(100));
+        // The SEND after the atomic again: everything.
+        let Decision::Reply(Reply::Ack { psn, .. }) = r.receive(&req(102, O::SendOnly, 1), true)
+        else {
+            panic!()
+        };
+        assert_eq!(psn, Psn::new(102));
     }
 
     #[test]
