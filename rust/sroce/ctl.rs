@@ -12,7 +12,12 @@
 //! shows them in its default shared mode; changes need `CAP_NET_ADMIN` in
 //! the initial user namespace.
 
-use super::{device::SroceDevice, io, link::SroceDriver, rc_sessions::SessionOverride};
+use super::{
+    device::SroceDevice,
+    io,
+    link::SroceDriver,
+    rc_sessions::{QpSessions, SessionOverride},
+};
 use crate::net::addr::IpAddr;
 use crate::net::genl::{AttrPolicy, Dump, Family, Message, Op, Request};
 use crate::rdma::device::{Device, PORT};
@@ -212,21 +217,19 @@ impl SroceDriver {
                     for shared in d.data().qps_snapshot()?.iter() {
                         let r = shared.link().with(|qp| -> Result {
                             let inner = qp.data().lock();
-                            let Some(rc) = inner.rc.as_ref() else {
-                                return Ok(());
+                            let mut list = Listing {
+                                dev: d,
+                                qpn: qp.data().qpn(),
+                                seen: &mut seen,
+                                cursor: &mut *cursor,
+                                out: &mut *out,
                             };
-                            let policy = abi::policy_to_u8(rc.sessions.policy());
-                            for (id, (sess, flow)) in rc.sessions.sessions().enumerate() {
-                                if seen >= *cursor {
-                                    out.entry(abi::CMD_SESSION_GET, |m| {
-                                        m.put(abi::ATTR_DEV_NAME, d.name())?;
-                                        m.put(abi::ATTR_QPN, &qp.data().qpn())?;
-                                        m.put(abi::ATTR_POLICY, &policy)?;
-                                        fill_session(m, id, sess, flow)
-                                    })?;
-                                    *cursor += 1;
-                                }
-                                seen += 1;
+                            // An RC QP's group, or a UD QP's per destination.
+                            if let Some(rc) = inner.rc.as_ref() {
+                                list.group(&rc.sessions)?;
+                            }
+                            for g in inner.ud_sessions.groups() {
+                                list.group(g)?;
                             }
                             Ok(())
                         });
@@ -241,6 +244,35 @@ impl SroceDriver {
             }
             dev_index += 1;
         }
+    }
+}
+
+/// One queue pair's part of a session dump.
+struct Listing<'a, 'b> {
+    dev: &'a Device<SroceDevice>,
+    qpn: u32,
+    seen: &'a mut usize,
+    cursor: &'a mut usize,
+    out: &'a mut Dump<'b>,
+}
+
+impl Listing<'_, '_> {
+    /// One entry per session of `g` not yet sent.
+    fn group<const W: usize>(&mut self, g: &QpSessions<W>) -> Result {
+        let policy = abi::policy_to_u8(g.policy());
+        for (id, (sess, flow)) in g.sessions().enumerate() {
+            if *self.seen >= *self.cursor {
+                self.out.entry(abi::CMD_SESSION_GET, |m| {
+                    m.put(abi::ATTR_DEV_NAME, self.dev.name())?;
+                    m.put(abi::ATTR_QPN, &self.qpn)?;
+                    m.put(abi::ATTR_POLICY, &policy)?;
+                    fill_session(m, id, sess, flow)
+                })?;
+                *self.cursor += 1;
+            }
+            *self.seen += 1;
+        }
+        Ok(())
     }
 }
 

@@ -24,3 +24,4 @@ pub(crate) mod recv;
 pub(crate) mod slot_table;
 pub(crate) mod srq;
 pub(crate) mod ud;
+pub(crate) mod ud_sessions;

@@ -10,6 +10,7 @@ use super::{
     limits,
     rc::{self, QpShared, RcState},
     rc_sessions::SessionOverride,
+    ud_sessions::UdSessions,
 };
 use crate::rdma::{
     attr::IbMtu,
@@ -59,6 +60,8 @@ pub(crate) struct QpInner {
     pub(crate) rc: Option<KBox<RcState>>,
     /// The administrator's override of the session group (`QP_SET`).
     pub(crate) sessions_override: SessionOverride,
+    /// A UD QP's session groups, one per destination.
+    pub(crate) ud_sessions: UdSessions,
 }
 
 /// sroce's state of one queue pair.
@@ -216,6 +219,7 @@ pub(crate) fn create(
                     rings: Rings { send, recv },
                     rc: None,
                     sessions_override: SessionOverride::default(),
+                    ud_sessions: UdSessions::default(),
                 },
                 "sroce::qp"
             ),
@@ -402,6 +406,7 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
     let a = &mut inner.attrs;
     if a.state == QpState::Reset {
         inner.rc = None;
+        inner.ud_sessions.clear();
         // A reset QP forgets its connection.
         let keep = (a.caps, a.qp_type, a.signal_all);
         *a = QpAttrs {

@@ -450,6 +450,14 @@ impl<const W: usize> QpSessions<W> {
         }
     }
 
+    /// The flow for the next datagram (`bytes` long) of a UD group: the
+    /// policy's choice, with no acknowledgement to wait for.
+    pub(crate) fn next_flow(&mut self, bytes: u32) -> Option<io::Flow> {
+        let sid = self.group.choose().map_or(0, |c| c.session.0);
+        let _ = self.group.on_datagram(SessionId(sid), u64::from(bytes));
+        self.flows.get(usize::from(sid)).copied()
+    }
+
     /// The 5-tuple of session `id`.
     pub(crate) fn flow(&self, id: SessionId) -> Option<io::Flow> {
         self.flows.get(usize::from(id.0)).copied()

@@ -132,13 +132,20 @@ fn send_one(
         None => dev.data().ah(w.ud.ah_num).ok_or(WcStatus::LocQpOpErr)?,
     };
     let qpn = qp.data().qpn();
-    let flow = io::Flow {
+    let base = io::Flow {
         src: gid_ip(&av.sgid),
         dst: gid_ip(&av.dgid),
         src_port: rxe_initial_sport(qpn),
         tclass: av.traffic_class,
         hop_limit: av.hop_limit,
         out: io::OutPort::Device,
+    };
+    // QP1 (GSI) carries the CM's MADs: always the plain flow.
+    let flow = if qpn == crate::sroce::limits::GSI_QPN {
+        base
+    } else {
+        let ov = inner.sessions_override;
+        inner.ud_sessions.flow(dev, qpn, base, w.length, &ov)
     };
     let psn = inner.attrs.sq_psn;
     inner.attrs.sq_psn = Psn::new(psn).next().value();

@@ -33,6 +33,17 @@ start_write_bw() {
 	bg_in h2 "$TEST_TMP/client.log" ib_write_bw -d sroce2 -x "$g2" -D "$1" -s 65536 -F 10.77.9.1
 	CLI=$BG_PID
 }
+# end_write_bw: waits for start_write_bw's client and stops its server;
+# sets RC (the client's status) and DW (packets h2 sent on w2 meanwhile).
+end_write_bw() {
+	local w0
+	w0=$(tx h2 w2)
+	RC=0
+	wait "$CLI" || RC=$?
+	DW=$(($(tx h2 w2) - w0))
+	kill -9 "$SRV" 2>/dev/null || true
+	wait "$SRV" 2>/dev/null || true
+}
 group() { # POLICY GUARD: both devices, for QPs connected from now on
 	local d
 	for d in sroce1 sroce2; do
@@ -138,12 +149,8 @@ assert_match "$list" " (down|probing) policy" "a session is down while its link 
 for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
 log "w1-w2 restored"
 sleep 1
-w0=$(tx h2 w2)
-rc=0
-wait "$CLI" || rc=$?
-dw=$(($(tx h2 w2) - w0))
-kill -9 "$SRV" 2>/dev/null || true
-wait "$SRV" 2>/dev/null || true
+end_write_bw
+rc=$RC dw=$DW
 sed 's/^/#   /' "$TEST_TMP/client.log"
 ((rc == 0)) || fail "ib_write_bw failed ($rc) although one link stayed up"
 assert_match "$(cat "$TEST_TMP/client.log")" '^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "ib_write_bw across the cut"
@@ -172,12 +179,8 @@ log "failover after the link went down took $((fo / 1000)) ms (3 x RTO = 201 ms)
 in_ns h2 ip link set w2 up
 log "w2 up"
 sleep 2
-w0=$(tx h2 w2)
-rc=0
-wait "$CLI" || rc=$?
-dw=$(($(tx h2 w2) - w0))
-kill -9 "$SRV" 2>/dev/null || true
-wait "$SRV" 2>/dev/null || true
+end_write_bw
+rc=$RC dw=$DW
 ((rc == 0)) || fail "ib_write_bw failed ($rc) across a link going down: $(cat "$TEST_TMP/client.log")"
 log "w2 carried $dw packets after it came back up"
 ((dw > 100)) || fail "traffic did not return to the link that came back (w2 +$dw)"
@@ -202,3 +205,32 @@ wait "$SRV" 2>/dev/null || true
 busy=$(awk '$12 == "tx" && $13 > 0' <<<"$list" | wc -l)
 log "sessions that carried packets: $busy of 64"
 ((busy >= 60)) || fail "round-robin used only $busy of 64 sessions"
+
+# UD: a UD QP's datagrams to one destination go out on that destination's
+# group (its address handle's), here two sessions sprayed round-robin over
+# both links; the payload-checked ping-pong still passes.
+for d in sroce1 sroce2; do
+	assert_ok "$SROCE" dev set "$d" group-size 2 policy round-robin reorder-guard off
+done
+v0=$(tx h2 v2) w0=$(tx h2 w2)
+bg_in h1 "$TEST_TMP/server.log" ib_send_bw -d sroce1 -x "$g1" -c UD -s 1024 -D 4 -F
+SRV=$BG_PID
+wait_listen h1 "$OOB_PORT"
+bg_in h2 "$TEST_TMP/client.log" ib_send_bw -d sroce2 -x "$g2" -c UD -s 1024 -D 4 -F 10.77.9.1
+CLI=$BG_PID
+sleep 3
+list=$("$SROCE" session show sroce2)
+log "UD sessions of sroce2:"$'\n'"$list"
+rc=0
+wait "$CLI" || rc=$?
+kill -9 "$SRV" 2>/dev/null || true
+wait "$SRV" 2>/dev/null || true
+((rc == 0)) || fail "ib_send_bw -c UD over a two-session group failed ($rc): $(cat "$TEST_TMP/client.log")"
+dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
+log "UD client's packets: v2 +$dv, w2 +$dw"
+n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]" <<<"$list" || true)
+((n >= 2)) || fail "the UD QP's group does not list two sessions carrying datagrams"
+((dv > 200 && dw > 200)) || fail "UD datagrams did not use both links (v2 +$dv, w2 +$dw)"
+run_pair h1 "ibv_ud_pingpong -d sroce1 -g $g1 -n 50 -s 1024 -c" \
+	h2 "ibv_ud_pingpong -d sroce2 -g $g2 -n 50 -s 1024 -c 10.77.9.1"
+assert_match "$CLIENT_OUT" "50 iters in" "ibv_ud_pingpong over a two-session group"

@@ -806,7 +806,8 @@ impl<S: ResourceStore> ResponderWith<S> {
             let d = dup.distance_to(res.first_psn);
             // Starts after the duplicate and no later than the last PSN
             // received (within the duplicate half-window).
-            if d > 0 && d <= dup.distance_to(last) && d <= Psn::HALF && d.wrapping_sub(1) < ack_dist {
+            let after_dup = d > 0 && d <= dup.distance_to(last) && d <= Psn::HALF;
+            if after_dup && d.wrapping_sub(1) < ack_dist {
                 ack_dist = d.wrapping_sub(1);
                 ack = res.first_psn.wrapping_sub(1);
             }

@@ -579,6 +579,18 @@ impl<S: SessionStore> Group<S> {
         Ok(())
     }
 
+    /// A datagram of `bytes` went out on `id` (UD): counted, and nothing
+    /// stays outstanding since nothing is acknowledged.
+    pub fn on_datagram(&mut self, id: SessionId, bytes: u64) -> Result<(), SessionError> {
+        let s = self.get_mut(id)?;
+        let c = &mut s.counters;
+        c.tx_packets = c.tx_packets.saturating_add(1);
+        c.tx_bytes = c.tx_bytes.saturating_add(bytes);
+        c.tx_messages = c.tx_messages.saturating_add(1);
+        self.last = Some(id.0);
+        Ok(())
+    }
+
     /// One message of `bytes` sent (last) on `id` was acknowledged at
     /// `now`; `rtt_us` is a sample if it was sent only once (Karn). ACK
     /// progress: the session's budget is refilled and, if it was Down or
