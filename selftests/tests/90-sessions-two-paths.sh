@@ -234,3 +234,35 @@ n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1
 run_pair h1 "ibv_ud_pingpong -d sroce1 -g $g1 -n 50 -s 1024 -c" \
 	h2 "ibv_ud_pingpong -d sroce2 -g $g2 -n 50 -s 1024 -c 10.77.9.1"
 assert_match "$CLIENT_OUT" "50 iters in" "ibv_ud_pingpong over a two-session group"
+
+# An idle QP: its link goes down and comes back while nothing is posted.
+# The link event marks its sessions there down; with nothing outstanding
+# no message can serve as a canary, so duplicate probes (zero-length WRITE
+# at the last acknowledged PSN) must bring them back up.
+bg_in - "$TEST_TMP/idle.log" "$SROCE_BIN/rc_idle" sroce1 "$g1" sroce2 "$g2" 12
+IDLE=$BG_PID
+for _ in $(seq 100); do grep -q '^idle qpn' "$TEST_TMP/idle.log" && break; sleep 0.1; done
+grep -q '^idle qpn' "$TEST_TMP/idle.log" || fail "rc_idle did not connect: $(cat "$TEST_TMP/idle.log")"
+qpa=$(awk '/^idle qpn/ { print $3 }' "$TEST_TMP/idle.log")
+idle_sessions() { "$SROCE" session show sroce1 | grep "^sroce1 qp $qpa "; }
+in_ns h2 ip link set w2 down
+sleep 1
+list=$(idle_sessions)
+log "idle QP $qpa with w2 down:"$'\n'"$list"
+assert_match "$list" " (down|probing) policy" "an idle QP's session is down while its link is down"
+in_ns h2 ip link set w2 up
+up=0
+for _ in $(seq 40); do
+	list=$(idle_sessions)
+	if ! grep -qE ' (down|probing) policy' <<<"$list"; then
+		up=1
+		break
+	fi
+	sleep 0.1
+done
+log "idle QP $qpa after w2 came back:"$'\n'"$list"
+((up)) || fail "the idle QP's session did not come back up (duplicate probes)"
+rc=0
+wait "$IDLE" || rc=$?
+sed 's/^/#   /' "$TEST_TMP/idle.log"
+((rc == 0)) || fail "rc_idle failed ($rc)"
