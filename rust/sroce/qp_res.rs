@@ -42,6 +42,8 @@ pub(crate) fn fill(qp: &Qp<SroceDevice>, out: &mut DriverAttrs<'_>) -> Result {
     out.put_u32(c"sessions_up", u32::try_from(up).unwrap_or(u32::MAX))?;
     if let Some(us) = sessions.last_failover_us() {
         out.put_u32(c"last_failover_us", u32::try_from(us).unwrap_or(u32::MAX))?;
+        let max = sessions.max_failover_us();
+        out.put_u32(c"max_failover_us", u32::try_from(max).unwrap_or(u32::MAX))?;
     }
     Ok(())
 }

@@ -129,6 +129,8 @@ pub(crate) struct QpSessions<const W: usize> {
     /// oldest unacknowledged request's first send and the last completion)
     /// to the first completion after the resend on another session (µs).
     last_failover_us: Option<u64>,
+    /// The longest failover so far (µs).
+    max_failover_us: u64,
     /// The duplicate probe in flight: its session and PSN.
     probe: Option<(u8, Psn)>,
 }
@@ -242,6 +244,7 @@ impl<const W: usize> QpSessions<W> {
                 last_progress_us: now_us,
                 stalled_since_us: None,
                 last_failover_us: None,
+                max_failover_us: 0,
                 probe: None,
             },
             GFP_KERNEL,
@@ -267,6 +270,7 @@ impl<const W: usize> QpSessions<W> {
         fresh.next_new = self.next_new;
         fresh.sent_us = self.sent_us;
         fresh.last_failover_us = self.last_failover_us;
+        fresh.max_failover_us = self.max_failover_us;
         // Every WQE counts as sent on session 0, which every group has.
         fresh.resent = [true; W];
         core::mem::swap(self, &mut *fresh);
@@ -336,7 +340,9 @@ impl<const W: usize> QpSessions<W> {
     pub(crate) fn on_completed(&mut self, tag: u32, bytes: u32, now_us: u64) {
         let i = Self::slot(tag);
         if let Some(since) = self.stalled_since_us.take() {
-            self.last_failover_us = Some(now_us.saturating_sub(since));
+            let took = now_us.saturating_sub(since);
+            self.last_failover_us = Some(took);
+            self.max_failover_us = self.max_failover_us.max(took);
         }
         self.last_progress_us = now_us;
         let rtt = (!self.resent[i])
@@ -381,6 +387,11 @@ impl<const W: usize> QpSessions<W> {
     /// How long the last failover took (µs), if there was one.
     pub(crate) fn last_failover_us(&self) -> Option<u64> {
         self.last_failover_us
+    }
+
+    /// How long the longest failover took (µs).
+    pub(crate) fn max_failover_us(&self) -> u64 {
+        self.max_failover_us
     }
 
     /// Looks at the sessions' links again if any net device changed state
