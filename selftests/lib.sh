@@ -21,6 +21,9 @@
 #   - `rdma link show` prints "netdev v1" only when run in v1's namespace.
 
 set -euo pipefail
+# A command that fails outside a condition ends the test (set -e): say
+# which, so such an exit is never silent.
+trap 'printf "# command failed (status %s) at %s:%s: %s\n" "$?" "${BASH_SOURCE[0]##*/}" "$LINENO" "$BASH_COMMAND"' ERR
 
 SELFTESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SROCE_KO=${SROCE_KO:-$(cd "$SELFTESTS_DIR/.." && pwd)/sroce.ko}
@@ -500,6 +503,12 @@ run_pair() {
 	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
 	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
+
+# PERF_NUM: a number in perftest's result rows. Its latency tools print
+# "inf" when their clock calibration fails (r^2 < 0.9, seen under TCG); the
+# row with the size and the iteration count is what shows the run finished.
+# shellcheck disable=SC2034 # for the tests
+PERF_NUM='([0-9.]+|inf|-?nan)'
 
 # _end_pair SRV_PID CLIENT_RC SRV_NS SRV_CMD CLI_NS CLI_CMD: the common end
 # of run_pair and cm_run_pair: give the server a moment to finish after a

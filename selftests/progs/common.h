@@ -40,4 +40,37 @@ static inline struct ibv_context *open_device_by_name(const char *name)
 	return ctx;
 }
 
+/*
+ * rc_connect: moves an RC QP in INIT to RTS, connected to QP dest_qpn at
+ * dgid over sgid_index, path MTU 1024, timeout 14 (67 ms), 7 retries and
+ * RNR retries, rd_atomic READs/atomics outstanding each way.
+ */
+static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_gid *dgid,
+			    uint32_t dest_qpn, uint32_t sq_psn, uint32_t rq_psn,
+			    uint8_t rd_atomic)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
+		.rq_psn = rq_psn, .max_dest_rd_atomic = rd_atomic, .min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = *dgid, .sgid_index = sgid_index, .hop_limit = 64 },
+		},
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = rd_atomic;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 #endif

@@ -33,6 +33,17 @@ start_write_bw() {
 	bg_in h2 "$TEST_TMP/client.log" ib_write_bw -d sroce2 -x "$g2" -D "$1" -s 65536 -F 10.77.9.1
 	CLI=$BG_PID
 }
+# held_ports: UDP sockets bound in h2 in the session port range (ss's
+# socket dump is retried: it can be cut short while sockets close).
+held_ports() {
+	local out try
+	for try in 1 2 3 4 5; do
+		out=$(in_ns h2 ss -Huan) && break
+		((try < 5)) || fail "ss -Huan in h2 failed"
+		sleep 0.2
+	done
+	awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' <<<"$out" | wc -l
+}
 # end_write_bw: waits for start_write_bw's client and stops its server;
 # sets RC (the client's status) and DW (packets h2 sent on w2 meanwhile).
 end_write_bw() {
@@ -156,7 +167,7 @@ sed 's/^/#   /' "$TEST_TMP/client.log"
 assert_match "$(cat "$TEST_TMP/client.log")" '^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "ib_write_bw across the cut"
 log "w2 carried $dw packets after the link came back"
 ((dw > 100)) || fail "traffic did not return to the restored link (w2 +$dw)"
-after=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' | wc -l)
+after=$(held_ports)
 assert_eq "$after" 0 "session ports released with the QPs"
 
 # Take the w link down (administratively, on the client's side; the peer
@@ -192,7 +203,7 @@ done
 start_write_bw 6
 sleep 3
 list=$("$SROCE" session show sroce2)
-held=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' | wc -l)
+held=$(held_ports)
 log "64-session group: $(wc -l <<<"$list") sessions listed, $(awk '{ print $6 }' <<<"$list" | sort -u | wc -l) distinct 5-tuples, $held ports held in h2"
 assert_eq "$(wc -l <<<"$list")" 64 "64 sessions listed"
 assert_eq "$(awk '{ print $6 }' <<<"$list" | sort -u | wc -l)" 64 "64 distinct 5-tuples"

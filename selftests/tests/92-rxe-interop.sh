@@ -54,7 +54,7 @@ matrix() {
 		pair "$srv" ib_send_bw "-n 50 -s 4096 -F" '^ *4096 +50 +[0-9.]+'
 		pair "$srv" ib_atomic_bw "-n 50 -F" '^ *8 +50 +[0-9.]+'
 		pair "$srv" ib_atomic_bw "-n 50 -F -A CMP_AND_SWAP" '^ *8 +50 +[0-9.]+'
-		pair "$srv" ib_send_lat "-n 50 -s 64 -F" '^ *64 +50 +[0-9.]+'
+		pair "$srv" ib_send_lat "-n 50 -s 64 -F" "^ *64 +50 +$PERF_NUM"
 		# UD is unreliable and these tools do not resend: no loss only.
 		if [[ $CASE == "no loss" ]]; then
 			pair "$srv" ibv_ud_pingpong "-n 20 -s 1024 -c" "20 iters in"
