@@ -174,7 +174,7 @@ assert_eq "$after" 0 "session ports released with the QPs"
 # end loses carrier) mid-transfer: the link event marks the sessions on it
 # down at once and the unacknowledged requests are resent on the other
 # link without waiting for a timeout; traffic returns when it is back up.
-start_write_bw 12
+start_write_bw 16
 sleep 3
 in_ns h2 ip link set w2 down
 log "w2 down"
@@ -194,6 +194,7 @@ end_write_bw
 rc=$RC dw=$DW
 ((rc == 0)) || fail "ib_write_bw failed ($rc) across a link going down: $(cat "$TEST_TMP/client.log")"
 log "w2 carried $dw packets after it came back up"
+((dw > 100)) || log "diagnostics: $(in_ns h2 ip route show 10.77.9.1 | tr '\n' ' ') sessions: $("$SROCE" session show sroce2 | tr '\n' ' ')"
 ((dw > 100)) || fail "traffic did not return to the link that came back (w2 +$dw)"
 
 # The largest group: 64 sessions, each with its own held port.
