@@ -189,6 +189,15 @@ impl FastReg {
         }
         let st = &mut *s;
         core::mem::swap(&mut st.active, &mut st.staged);
+        // The staged list stays the last mapping: a later REG_MR without a
+        // new `map_mr_sg` (after an invalidate) registers the same pages
+        // again, as the verbs allow. Same capacity, so nothing is dropped.
+        st.staged.pages.clear();
+        for &p in st.active.pages.iter() {
+            let _ = st.staged.pages.push_within_capacity(p);
+        }
+        st.staged.page_shift = st.active.page_shift;
+        st.staged.first_offset = st.active.first_offset;
         // INVARIANT: `length <= active.span()`, checked above.
         st.key = r.key;
         st.iova = r.iova;
