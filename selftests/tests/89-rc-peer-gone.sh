@@ -141,5 +141,8 @@ if [[ $LINK_TYPE == sroce ]]; then
 fi
 
 pins1=$(pinned_pages)
-assert_eq "$pins1" "$pins0" "pinned pages after the peer-gone cases"
+# No more than before: a page another process still held pinned when the
+# test began may have been released since (seen once in CI: 1 -> 0).
+((pins1 <= pins0)) || fail "pinned pages grew over the peer-gone cases: $pins0 -> $pins1"
+log "pinned pages: $pins0 -> $pins1"
 
