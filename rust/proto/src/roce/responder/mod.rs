@@ -23,6 +23,11 @@ use super::psn::Psn;
 use super::reth::Reth;
 use super::segment::{MessagePlan, Mtu, WqeOp};
 
+mod duplicate;
+mod read_response;
+
+pub use read_response::{ReadReply, ReadResponsePacket};
+
 /// Responder parameters, from the QP attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ResponderConfig {
@@ -241,99 +246,6 @@ pub enum Decision {
     Execute(Work),
     /// Nothing to execute; send the reply (if any).
     Reply(Reply),
-}
-
-/// The RDMA READ responses to send for one READ request (or the replayed
-/// part of one).
-///
-/// Responses must leave in PSN order: the driver sends all of them before
-/// any reply to a later request (an ACK overtaking them would make the
-/// requester retransmit). Data is read when each packet is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ReadReply {
-    first_psn: Psn,
-    va: u64,
-    rkey: u32,
-    plan: MessagePlan,
-    start: u32,
-    msn: u32,
-}
-
-/// One RDMA READ response packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ReadResponsePacket {
-    /// BTH PSN.
-    pub psn: Psn,
-    /// RDMA READ Response First, Middle, Last or Only.
-    pub operation: Operation,
-    /// Address to read the payload from.
-    pub va: u64,
-    /// Payload bytes.
-    pub len: u32,
-    /// AETH (First, Last, Only).
-    pub aeth: Option<Aeth>,
-}
-
-impl ReadReply {
-    /// R_Key the data is read under.
-    pub const fn rkey(&self) -> u32 {
-        self.rkey
-    }
-
-    /// Number of response packets.
-    pub const fn packet_count(&self) -> u32 {
-        self.plan.psn_count().saturating_sub(self.start)
-    }
-
-    /// The `k`-th response packet, or `None` past the end.
-    ///
-    /// Opcodes follow each packet's position in the original READ, also
-    /// when replaying from its middle (as rxe does): a replay from PSN
-    /// offset `i > 0` starts with Middle or Last.
-    pub fn packet(&self, k: u32) -> Option<ReadResponsePacket> {
-        let i = match self.start.checked_add(k) {
-            Some(i) if i < self.plan.psn_count() => i,
-            _ => return None,
-        };
-        let n = self.plan.psn_count();
-        let position = if n == 1 {
-            Position::Only
-        } else if i == 0 {
-            Position::First
-        } else if i == n.wrapping_sub(1) {
-            Position::Last
-        } else {
-            Position::Middle
-        };
-        let operation = match position {
-            Position::Only => Operation::RdmaReadResponseOnly,
-            Position::First => Operation::RdmaReadResponseFirst,
-            Position::Middle => Operation::RdmaReadResponseMiddle,
-            Position::Last => Operation::RdmaReadResponseLast,
-        };
-        let offset = self.plan.offset_of(i);
-        let left = self.plan.len().wrapping_sub(offset);
-        let mtu = self.plan.mtu().bytes();
-        let aeth = match position {
-            Position::Middle => None,
-            _ => Some(ack_aeth(self.msn)),
-        };
-        Some(ReadResponsePacket {
-            psn: self.first_psn.wrapping_add(i),
-            operation,
-            // The driver checked va..va+len under the R_Key, so this
-            // cannot wrap for a valid request.
-            va: self.va.wrapping_add(u64::from(offset)),
-            len: if left < mtu { left } else { mtu },
-            aeth,
-        })
-    }
-
-    /// The response packets in order.
-    pub fn packets(&self) -> impl Iterator<Item = ReadResponsePacket> {
-        let r = *self;
-        (0..r.packet_count()).filter_map(move |k| r.packet(k))
-    }
 }
 
 /// An ACK AETH with no credit information, as rxe sends.
@@ -704,134 +616,6 @@ impl<S: ResourceStore> ResponderWith<S> {
             // response opcodes.
             _ => Err(NakCode::InvalidRequest),
         }
-    }
-
-    /// The reply to a duplicate request (PSN before the expected one).
-    fn duplicate(&self, req: &Request) -> Reply {
-        use Operation as O;
-        match req.operation {
-            O::RdmaReadRequest => {
-                let Some(Reth {
-                    va,
-                    rkey,
-                    dma_len: len,
-                }) = req.reth
-                else {
-                    return Reply::None;
-                };
-                let Some((res, i)) = self.find(req.psn) else {
-                    return Reply::None;
-                };
-                let ResourceKind::Read {
-                    va: va0,
-                    rkey: rkey0,
-                    len: len0,
-                } = res.kind
-                else {
-                    return Reply::None;
-                };
-                let Ok(plan) = MessagePlan::new(WqeOp::Read, len0, self.cfg.mtu) else {
-                    return Reply::None;
-                };
-                let off = plan.offset_of(i);
-                let consistent = rkey == rkey0
-                    && Some(va) == va0.checked_add(u64::from(off))
-                    && len == len0.wrapping_sub(off);
-                if !consistent {
-                    return Reply::None;
-                }
-                Reply::Read(ReadReply {
-                    first_psn: res.first_psn,
-                    va: va0,
-                    rkey,
-                    plan,
-                    start: i,
-                    msn: self.msn,
-                })
-            }
-            O::CompareSwap | O::FetchAdd => match self.find(req.psn) {
-                Some((
-                    ReadAtomicResource {
-                        kind: ResourceKind::Atomic { orig },
-                        ..
-                    },
-                    0,
-                )) => Reply::AtomicAck {
-                    psn: req.psn,
-                    aeth: ack_aeth(self.msn),
-                    orig,
-                },
-                _ => Reply::None,
-            },
-            O::SendFirst
-            | O::SendMiddle
-            | O::SendLast
-            | O::SendLastWithImmediate
-            | O::SendLastWithInvalidate
-            | O::SendOnly
-            | O::SendOnlyWithImmediate
-            | O::SendOnlyWithInvalidate
-            | O::RdmaWriteFirst
-            | O::RdmaWriteMiddle
-            | O::RdmaWriteLast
-            | O::RdmaWriteLastWithImmediate
-            | O::RdmaWriteOnly
-            | O::RdmaWriteOnlyWithImmediate => {
-                // SEND or WRITE: acknowledge what was received, without
-                // executing again: everything, unless a READ or atomic
-                // came after the duplicate; then only up to just before
-                // the first of them. A plain ACK covering a READ or atomic
-                // is an implicit NAK for it (the requester asks again and
-                // gets the replay), but some requesters (rxe) complete an
-                // atomic from a plain ACK of its PSN, without its result:
-                // never send one.
-                Reply::Ack {
-                    psn: self.duplicate_ack_psn(req.psn),
-                    aeth: ack_aeth(self.msn),
-                }
-            }
-            _ => Reply::None,
-        }
-    }
-
-    /// The PSN to acknowledge a duplicate SEND or WRITE with PSN `dup`:
-    /// the last PSN received, or the one before the first READ/atomic
-    /// resource that starts after `dup`, if that is earlier.
-    fn duplicate_ack_psn(&self, dup: Psn) -> Psn {
-        let last = self.epsn.wrapping_sub(1);
-        let mut ack = last;
-        let mut ack_dist = dup.distance_to(last);
-        let limit = self.res_limit();
-        for res in self.resources.as_ref().iter().take(limit).flatten() {
-            let d = dup.distance_to(res.first_psn);
-            // Starts after the duplicate and no later than the last PSN
-            // received (within the duplicate half-window).
-            let after_dup = d > 0 && d <= dup.distance_to(last) && d <= Psn::HALF;
-            if after_dup && d.wrapping_sub(1) < ack_dist {
-                ack_dist = d.wrapping_sub(1);
-                ack = res.first_psn.wrapping_sub(1);
-            }
-        }
-        ack
-    }
-
-    /// The newest resource whose PSN range holds `psn`, with the PSN's
-    /// offset in it.
-    fn find(&self, psn: Psn) -> Option<(ReadAtomicResource, u32)> {
-        let limit = self.res_limit();
-        let mut best: Option<(ReadAtomicResource, u32)> = None;
-        let mut best_age = u32::MAX;
-        for res in self.resources.as_ref().iter().take(limit).flatten() {
-            let i = res.first_psn.distance_to(psn);
-            // Age: how far behind the expected PSN the resource starts;
-            // only resources in the duplicate half-window count.
-            let age = res.first_psn.distance_to(self.epsn);
-            if i < res.psn_count && age <= Psn::HALF && age < best_age {
-                best = Some((*res, i));
-                best_age = age;
-            }
-        }
-        best
     }
 
     /// Stores a resource, replacing the oldest when `max_dest_rd_atomic`
