@@ -87,6 +87,13 @@ impl AsMut<[Option<ReadAtomicResource>]> for ResourceSlots {
 /// Received packets queued for the work item at most; more are dropped
 /// (and counted), as a NIC's full receive FIFO would.
 const RX_QUEUE_LEN: usize = 512;
+/// Received packets an RC QP's work item takes per pass; the rest wait for
+/// the next pass, which it schedules (bounded time per pass: a peer's
+/// flood cannot hold a worker, nor delay the QP's teardown).
+const RX_PER_PASS: usize = 64;
+/// RDMA READ response packets an RC QP's work item sends per pass (its
+/// own or replayed); the rest go in later passes.
+const READ_RESPONSES_PER_PASS: u32 = 32;
 /// Largest payload of one packet (path MTU 4096).
 const MAX_PAYLOAD: usize = 4096;
 
@@ -112,6 +119,9 @@ struct RxQueue {
     /// An empty vector of the same capacity, swapped with `packets` when
     /// the work item takes a batch (and given back empty).
     spare: KVVec<RxPacket>,
+    /// A batch the work item took but did not finish, in reverse arrival
+    /// order (the next packet last); taken again before any new one.
+    backlog: KVVec<RxPacket>,
     /// No more scheduling: the QP is going away.
     closed: bool,
 }
@@ -163,6 +173,7 @@ impl QpShared {
                     RxQueue {
                         packets: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
                         spare: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
+                        backlog: KVVec::new(),
                         closed: false,
                     },
                     "sroce::qp_rx"
@@ -224,6 +235,30 @@ impl QpShared {
         core::mem::replace(&mut q.packets, spare)
     }
 
+    /// Takes the unfinished batch, or else every queued packet, in reverse
+    /// arrival order (pop the next one); give it back with
+    /// [`QpShared::keep_backlog`].
+    fn take_backlog_or_batch(&self) -> KVVec<RxPacket> {
+        let mut q = self.rx.lock();
+        if !q.backlog.is_empty() {
+            return core::mem::take(&mut q.backlog);
+        }
+        drop(q);
+        let mut batch = self.take_batch();
+        batch.reverse();
+        batch
+    }
+
+    /// Gives back a batch from [`QpShared::take_backlog_or_batch`]: what
+    /// is left is taken first next time; an empty one is the next spare.
+    fn keep_backlog(&self, batch: KVVec<RxPacket>) {
+        if batch.is_empty() {
+            self.return_batch(batch);
+        } else {
+            self.rx.lock().backlog = batch;
+        }
+    }
+
     /// Returns a batch's vector, emptied (packets are dropped outside the
     /// IRQ-disabling lock), as the next spare.
     pub(crate) fn return_batch(&self, mut batch: KVVec<RxPacket>) {
@@ -270,6 +305,9 @@ pub(crate) struct RcState {
     pub(crate) sessions: KVBox<QpSessions<SQ_DEPTH>>,
     /// Origin of the sessions' microsecond clock.
     epoch: Now,
+    /// The net device the last READ request came in through: its
+    /// responses go out through it (see [`send_reply`]).
+    read_ingress: i32,
 }
 
 impl RcState {
@@ -328,6 +366,7 @@ impl RcState {
                 timers: RcTimers::new(a.timeout),
                 sessions,
                 epoch,
+                read_ingress: 0,
             },
             GFP_KERNEL,
         )?)
@@ -391,7 +430,7 @@ fn run(qp: &Qp<SroceDevice>) {
     if inner.rc.is_none() {
         // Not connected (or reset): drop what arrived. Work a kernel
         // consumer posted in the error state completes flushed.
-        shared.return_batch(shared.take_batch());
+        shared.return_batch(shared.take_backlog_or_batch());
         if inner.attrs.state == QpState::Err {
             super::qp::flush(qp, &mut inner.rings);
         }
@@ -407,12 +446,7 @@ fn run(qp: &Qp<SroceDevice>) {
             rc.timers.on_action(now, &a);
         }
     }
-    let mut batch = shared.take_batch();
-    for pkt in batch.drain_all() {
-        receive(qp, inner, &pkt, now);
-        pkt.consume();
-    }
-    shared.return_batch(batch);
+    let more = receive_batch(qp, inner, shared, now);
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
@@ -448,6 +482,49 @@ fn run(qp: &Qp<SroceDevice>) {
         qp.data().publish_state(QpState::Err);
         enter_error(qp, inner);
     }
+    if more {
+        shared.schedule();
+    }
+}
+
+/// Queued READ responses, then received packets until one must wait for
+/// them, within this pass's budgets; true if work is left for another pass.
+fn receive_batch(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    shared: &Arc<QpShared>,
+    now: Now,
+) -> bool {
+    let mut budget = READ_RESPONSES_PER_PASS;
+    send_read_responses(qp, inner, &mut budget);
+    let mut batch = shared.take_backlog_or_batch();
+    let mut taken = 0;
+    while taken < RX_PER_PASS {
+        let Some(pkt) = batch.pop() else { break };
+        if receive(qp, inner, &pkt, now) {
+            pkt.consume();
+            taken += 1;
+            continue;
+        }
+        // A request behind queued READ responses: they go first, then it
+        // is offered again (next pass if the budget ran out).
+        let _ = batch.push_within_capacity(pkt);
+        send_read_responses(qp, inner, &mut budget);
+        if reads_queued(inner) {
+            break;
+        }
+    }
+    send_read_responses(qp, inner, &mut budget);
+    let more = !batch.is_empty() || reads_queued(inner);
+    shared.keep_backlog(batch);
+    more
+}
+
+fn reads_queued(inner: &QpInner) -> bool {
+    inner
+        .rc
+        .as_ref()
+        .is_some_and(|rc| rc.resp.read_responses_queued())
 }
 
 /// The requester goes back (`why`): with several sessions the group
@@ -493,18 +570,20 @@ fn count_action(counters: &io::counters::IoCounters, a: &Action) {
     }
 }
 
-fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) {
+/// Takes one received packet; false if it is a request that must wait for
+/// queued READ responses (it is left untouched).
+fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) -> bool {
     let Ok((h, rest)) = Headers::parse(pkt.head()) else {
-        return;
+        return true;
     };
     let header_len = pkt.head().len() - rest.len();
     let after = pkt.len() - header_len + crate::roce::icrc::ICRC_LEN;
     let Ok(payload_len) = h.payload_len(after) else {
-        return;
+        return true;
     };
     let op = h.bth.opcode.operation();
     if h.bth.opcode.transport() != Transport::Rc {
-        return;
+        return true;
     }
     // A connected QP only hears from its peer.
     let from_peer = inner
@@ -512,13 +591,14 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
         .as_ref()
         .is_some_and(|rc| pkt.src() == rc.flow.dst && pkt.dst() == rc.flow.src);
     if !from_peer {
-        return;
+        return true;
     }
     if op.is_response() {
         on_response(qp, inner, &h, pkt, header_len, payload_len, now);
     } else if op.is_request() && inner.attrs.state != QpState::Init {
-        on_request(qp, inner, &h, pkt, header_len, payload_len);
+        return on_request(qp, inner, &h, pkt, header_len, payload_len);
     }
+    true
 }
 
 /// Walks the pieces of the local buffer `sges` that hold `len` message bytes
@@ -596,18 +676,14 @@ fn on_request(
     pkt: &RxPacket,
     header_len: usize,
     payload_len: usize,
-) {
+) -> bool {
     let Ok(req) = Request::from_headers(h, payload_len) else {
-        return;
+        return true;
     };
-    let Some(rc) = inner.rc.as_mut() else { return };
-    if req.psn.diff(rc.resp.epsn()) < 0 {
-        qp.device()
-            .data()
-            .io
-            .counters
-            .inc(Counter::DuplicateRequest);
-    }
+    let Some(rc) = inner.rc.as_mut() else {
+        return true;
+    };
+    let duplicate = req.psn.diff(rc.resp.epsn()) < 0;
     let recv_ready = rc.recv.is_some()
         || match qp.srq() {
             // A shared queue's WQE is taken (for good) only when a request
@@ -615,17 +691,32 @@ fn on_request(
             Some(srq) => needs_recv(rc, &req) && take_from_srq(qp, srq, rc),
             None => inner.rings.recv.as_ref().is_some_and(|r| r.pending() > 0),
         };
-    let reply = match rc.resp.receive(&req, recv_ready) {
+    let decision = rc.resp.receive(&req, recv_ready);
+    if decision == Decision::Defer {
+        return false;
+    }
+    if duplicate {
+        qp.device()
+            .data()
+            .io
+            .counters
+            .inc(Counter::DuplicateRequest);
+    }
+    let reply = match decision {
         Decision::Reply(r) => r,
         Decision::Execute(work) => {
             let outcome = execute(qp, inner, &work, h, pkt, header_len);
-            let Some(rc) = inner.rc.as_mut() else { return };
+            let Some(rc) = inner.rc.as_mut() else {
+                return true;
+            };
             let reply = rc.resp.commit(&work, outcome);
             finish_recv(qp, inner, &work, h, outcome);
             reply
         }
+        Decision::Defer => return false,
     };
     send_reply(qp, inner, reply, pkt.ingress());
+    true
 }
 
 /// Performs the memory work of an accepted request.
@@ -920,14 +1011,7 @@ pub(crate) fn send_packet(
 fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply, ingress: i32) {
     let dev = qp.device();
     let Some(rc) = inner.rc.as_mut() else { return };
-    let flow = io::Flow {
-        out: if ingress > 0 {
-            io::OutPort::Ifindex(ingress)
-        } else {
-            io::OutPort::Device
-        },
-        ..rc.flow
-    };
+    let flow = reply_flow(rc, ingress);
     let ack = |op: Operation, psn: Psn, aeth: Aeth| {
         let mut h = Headers::new(Bth::new(Opcode::new(Transport::Rc, op), rc.dest_qpn, psn));
         h.aeth = Some(aeth);
@@ -950,30 +1034,47 @@ fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply, ingress: 
             h.atomic_ack_eth = Some(AtomicAckEth { orig });
             let _ = send_packet(dev, &flow, &h, 0, |_| Ok(()));
         }
-        Reply::Read(rr) => {
-            for p in rr.packets() {
-                let mut h = Headers::new(Bth::new(
-                    Opcode::new(Transport::Rc, p.operation),
-                    rc.dest_qpn,
-                    p.psn,
-                ));
-                h.aeth = p.aeth;
-                let mr = dev.check_mr_access(
-                    rr.rkey(),
-                    qp.pd(),
-                    p.va,
-                    u64::from(p.len),
-                    Access::REMOTE_READ,
-                );
-                let Ok(mr) = mr else { break };
-                let r = send_packet(dev, &flow, &h, p.len as usize, |out| {
-                    mr.copy_from(p.va, out)
-                });
-                if r.is_err() {
-                    break;
-                }
-            }
-        }
+        // Queued: sent by the work item within its budget, from the
+        // device the READ came in through.
+        Reply::Read => rc.read_ingress = ingress,
+    }
+}
+
+/// The flow of a reply to a request that arrived through net device
+/// `ingress`.
+fn reply_flow(rc: &RcState, ingress: i32) -> io::Flow {
+    io::Flow {
+        out: if ingress > 0 {
+            io::OutPort::Ifindex(ingress)
+        } else {
+            io::OutPort::Device
+        },
+        ..rc.flow
+    }
+}
+
+/// Sends queued RDMA READ response packets, at most `budget` (counted
+/// down). Data is read under the R_Key when each packet is built; a key
+/// gone meanwhile (deregistered, invalidated) ends the responses: the
+/// requester times out and asks again, and gets a NAK then.
+fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, budget: &mut u32) {
+    let dev = qp.device();
+    let Some(rc) = inner.rc.as_mut() else { return };
+    let flow = reply_flow(rc, rc.read_ingress);
+    while *budget > 0 {
+        let Some(p) = rc.resp.next_read_response() else {
+            return;
+        };
+        *budget -= 1;
+        let mut h = Headers::new(Bth::new(
+            Opcode::new(Transport::Rc, p.operation),
+            rc.dest_qpn,
+            p.psn,
+        ));
+        h.aeth = p.aeth;
+        let mr = dev.check_mr_access(p.rkey, qp.pd(), p.va, u64::from(p.len), Access::REMOTE_READ);
+        let Ok(mr) = mr else { continue };
+        let _ = send_packet(dev, &flow, &h, p.len as usize, |out| mr.copy_from(p.va, out));
     }
 }
 

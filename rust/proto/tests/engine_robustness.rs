@@ -5,8 +5,9 @@ use proptest::prelude::*;
 use sroce_proto::aeth::Syndrome;
 use sroce_proto::opcode::Position;
 use sroce_proto::{
-    Action, AtomicEth, Decision, Mtu, Operation, Outcome, Psn, Reply, Request, RequesterConfig,
-    Responder, ResponderConfig, Response, ResponseKind, Reth, SendQueue, SendWqe, WqeOp,
+    Action, AtomicEth, Decision, MessagePlan, Mtu, Operation, Outcome, Psn, Reply, Request,
+    RequesterConfig, Responder, ResponderConfig, Response, ResponseKind, Reth, SendQueue, SendWqe,
+    WqeOp,
 };
 
 #[derive(Clone, Debug)]
@@ -218,20 +219,29 @@ proptest! {
                         _ => Outcome::Done,
                     };
                     let reply = r.commit(&w, outcome);
-                    if let Reply::Read(rr) = reply {
+                    if reply == Reply::Read {
                         let mut total = 0u64;
-                        for p in rr.packets() {
+                        let mut count = 0u32;
+                        while let Some(p) = r.next_read_response() {
                             prop_assert!(p.len <= mtu.bytes());
                             total += u64::from(p.len);
+                            count += 1;
                         }
-                        prop_assert!(rr.packet_count() >= 1);
+                        prop_assert!(count >= 1);
                         prop_assert_eq!(Some(total), q.reth.map(|x| u64::from(x.dma_len)));
                     }
                     // The expected PSN only moves forward.
                     prop_assert!(r.is_error() || r.epsn() == before || before.is_before(r.epsn()));
                 }
+                Decision::Defer => prop_assert!(false, "deferred with nothing queued"),
                 Decision::Reply(reply) => {
                     prop_assert!(r.epsn() == before);
+                    // A replay: no more packets than the READ had.
+                    let mut replayed = 0u32;
+                    while r.next_read_response().is_some() {
+                        replayed += 1;
+                    }
+                    prop_assert!(replayed <= MessagePlan::MAX_LEN / mtu.bytes() + 1);
                     if let Reply::Ack { aeth, .. } = reply {
                         if let Syndrome::RnrNak { timer } = aeth.syndrome {
                             prop_assert_eq!(timer, 40 & 0x1F);

@@ -194,21 +194,78 @@ struct ResponderNode {
     replayed_atomics: u32,
     replayed_reads: u32,
     seq_naks: u32,
+    /// Requests received and not yet taken (the driver's rx queue).
+    backlog: std::collections::VecDeque<Vec<u8>>,
 }
+
+/// READ response packets the node sends per pass, and requests it takes
+/// per pass, as the driver's work item does (small, so that duplicates
+/// arrive while responses are queued).
+const RESPONSES_PER_PASS: u32 = 3;
+const REQUESTS_PER_PASS: u32 = 4;
 
 impl ResponderNode {
     fn range_ok(&self, va: u64, rkey: u32, len: u32) -> bool {
         rkey == RKEY && va >= BASE && va - BASE + u64::from(len) <= MEM as u64
     }
 
-    fn handle(&mut self, bytes: &[u8], out: &mut Vec<Vec<u8>>) {
+    /// Whether a pass has work: queued responses or requests.
+    fn busy(&self) -> bool {
+        self.resp.read_responses_queued() || !self.backlog.is_empty()
+    }
+
+    /// One pass of the driver's work item: queued READ responses, then
+    /// requests until one must wait for responses, within the budgets.
+    fn run(&mut self, arrived: Vec<Vec<u8>>, out: &mut Vec<Vec<u8>>) {
+        self.backlog.extend(arrived);
+        let mut budget = RESPONSES_PER_PASS;
+        self.send_read_responses(&mut budget, out);
+        let mut taken = 0;
+        while taken < REQUESTS_PER_PASS {
+            let Some(b) = self.backlog.pop_front() else {
+                break;
+            };
+            if self.handle(&b, out) {
+                taken += 1;
+                continue;
+            }
+            // It waits for the queued responses: send them, then offer it
+            // again (next pass if the budget ran out).
+            self.backlog.push_front(b);
+            self.send_read_responses(&mut budget, out);
+            if self.resp.read_responses_queued() {
+                break;
+            }
+        }
+        self.send_read_responses(&mut budget, out);
+    }
+
+    fn send_read_responses(&mut self, budget: &mut u32, out: &mut Vec<Vec<u8>>) {
+        while *budget > 0 {
+            let Some(p) = self.resp.next_read_response() else {
+                break;
+            };
+            *budget -= 1;
+            let o = (p.va - BASE) as usize;
+            let data = if p.len == 0 {
+                &[][..]
+            } else {
+                &self.mem[o..o + p.len as usize]
+            };
+            out.push(response_bytes(p.operation, p.psn, p.aeth, None, data));
+        }
+    }
+
+    /// Takes one request; false if it must wait for queued responses.
+    fn handle(&mut self, bytes: &[u8], out: &mut Vec<Vec<u8>>) -> bool {
         let pkt = Packet::parse(bytes).unwrap();
         let req = Request::from_headers(&pkt.headers, pkt.payload.len()).unwrap();
         let reply = match self.resp.receive(&req, self.recv_credits > 0) {
+            Decision::Defer => return false,
             Decision::Reply(r) => {
                 match r {
                     Reply::AtomicAck { .. } => self.replayed_atomics += 1,
-                    Reply::Read(_) => self.replayed_reads += 1,
+                    Reply::Read => self.replayed_reads += 1,
                     Reply::Ack { aeth, .. }
                         if aeth.syndrome == Syndrome::Nak(NakCode::PsnSequenceError) =>
                     {
@@ -224,6 +281,7 @@ impl ResponderNode {
             }
         };
         self.send_reply(reply, out);
+        true
     }
 
     fn execute(&mut self, kind: &WorkKind, pkt: &Packet<'_>) -> Outcome {
@@ -336,17 +394,8 @@ impl ResponderNode {
                 Some(orig),
                 &[],
             )),
-            Reply::Read(rr) => {
-                for p in rr.packets() {
-                    let o = (p.va - BASE) as usize;
-                    let data = if p.len == 0 {
-                        &[][..]
-                    } else {
-                        &self.mem[o..o + p.len as usize]
-                    };
-                    out.push(response_bytes(p.operation, p.psn, p.aeth, None, data));
-                }
-            }
+            // Sent by the pass, within its budget.
+            Reply::Read => {}
         }
     }
 }
@@ -402,6 +451,7 @@ fn run(s: &Scenario) -> Outcome2 {
         replayed_atomics: 0,
         replayed_reads: 0,
         seq_naks: 0,
+        backlog: Default::default(),
     };
     let mut to_resp = Channel::new(s.req_ch);
     let mut to_req = Channel::new(s.resp_ch);
@@ -457,9 +507,7 @@ fn run(s: &Scenario) -> Outcome2 {
         }
         // Responder.
         let mut out = Vec::new();
-        for b in to_resp.due(now) {
-            node.handle(&b, &mut out);
-        }
+        node.run(to_resp.due(now), &mut out);
         for b in out {
             to_req.send(now, b, &mut rng);
         }
@@ -546,6 +594,7 @@ fn run(s: &Scenario) -> Outcome2 {
             rtx,
             rnr,
             (s.credit_every != 0).then_some(next_credit),
+            node.busy().then_some(now + 1),
         ]
         .into_iter()
         .flatten()

@@ -2,8 +2,7 @@
 //! replay from the responder resources, re-ACKs of SEND and WRITE.
 
 use super::{
-    ack_aeth, ReadAtomicResource, ReadReply, Reply, Request, ResourceKind, ResourceStore,
-    ResponderWith,
+    ack_aeth, ReadAtomicResource, Reply, Request, ResourceKind, ResourceStore, ResponderWith,
 };
 use crate::roce::opcode::Operation;
 use crate::roce::psn::Psn;
@@ -12,7 +11,7 @@ use crate::roce::segment::{MessagePlan, WqeOp};
 
 impl<S: ResourceStore> ResponderWith<S> {
     /// The reply to a duplicate request (PSN before the expected one).
-    pub(super) fn duplicate(&self, req: &Request) -> Reply {
+    pub(super) fn duplicate(&mut self, req: &Request) -> Reply {
         use Operation as O;
         match req.operation {
             O::RdmaReadRequest => {
@@ -24,7 +23,7 @@ impl<S: ResourceStore> ResponderWith<S> {
                 else {
                     return Reply::None;
                 };
-                let Some((res, i)) = self.find(req.psn) else {
+                let Some((slot, res, i)) = self.find(req.psn) else {
                     return Reply::None;
                 };
                 let ResourceKind::Read {
@@ -45,17 +44,12 @@ impl<S: ResourceStore> ResponderWith<S> {
                 if !consistent {
                     return Reply::None;
                 }
-                Reply::Read(ReadReply {
-                    first_psn: res.first_psn,
-                    va: va0,
-                    rkey,
-                    plan,
-                    start: i,
-                    msn: self.msn,
-                })
+                self.queue_replay(slot, i);
+                Reply::Read
             }
             O::CompareSwap | O::FetchAdd => match self.find(req.psn) {
                 Some((
+                    _,
                     ReadAtomicResource {
                         kind: ResourceKind::Atomic { orig },
                         ..
@@ -120,19 +114,20 @@ impl<S: ResourceStore> ResponderWith<S> {
         ack
     }
 
-    /// The newest resource whose PSN range holds `psn`, with the PSN's
-    /// offset in it.
-    fn find(&self, psn: Psn) -> Option<(ReadAtomicResource, u32)> {
+    /// The newest resource whose PSN range holds `psn`: its slot, the
+    /// resource and the PSN's offset in it.
+    fn find(&self, psn: Psn) -> Option<(usize, ReadAtomicResource, u32)> {
         let limit = self.res_limit();
-        let mut best: Option<(ReadAtomicResource, u32)> = None;
+        let mut best: Option<(usize, ReadAtomicResource, u32)> = None;
         let mut best_age = u32::MAX;
-        for res in self.resources.as_ref().iter().take(limit).flatten() {
+        let slots = self.resources.as_ref().iter().take(limit).enumerate();
+        for (slot, res) in slots.filter_map(|(k, r)| Some((k, r.as_ref()?))) {
             let i = res.first_psn.distance_to(psn);
             // Age: how far behind the expected PSN the resource starts;
             // only resources in the duplicate half-window count.
             let age = res.first_psn.distance_to(self.epsn);
             if i < res.psn_count && age <= Psn::HALF && age < best_age {
-                best = Some((*res, i));
+                best = Some((slot, *res, i));
                 best_age = age;
             }
         }

@@ -119,6 +119,9 @@ pub struct ReadAtomicResource {
     pub psn_count: u32,
     /// What to replay.
     pub kind: ResourceKind,
+    /// A READ whose responses are queued: the PSN offset of the next one
+    /// to send (see [`ResponderWith::next_read_response`]).
+    pub next_response: Option<u32>,
 }
 
 /// Work the driver performs for an accepted request, then reports with
@@ -227,8 +230,9 @@ pub enum Reply {
         /// AtomicAckETH original data.
         orig: u64,
     },
-    /// RDMA READ responses.
-    Read(ReadReply),
+    /// RDMA READ responses were queued (or a queued replay restarted
+    /// earlier): send them with [`ResponderWith::next_read_response`].
+    Read,
     /// A NAK after which the QP enters the error state: send it, complete
     /// any receive WQE in use in error, move the QP to error.
     FatalNak {
@@ -246,6 +250,11 @@ pub enum Decision {
     Execute(Work),
     /// Nothing to execute; send the reply (if any).
     Reply(Reply),
+    /// READ responses are queued ahead of this request: send them first
+    /// ([`ResponderWith::next_read_response`]), then offer the request
+    /// again. Only duplicate READs are taken while responses are queued,
+    /// so that no reply to a later request overtakes them.
+    Defer,
 }
 
 /// An ACK AETH with no credit information, as rxe sends.
@@ -300,6 +309,8 @@ pub struct ResponderWith<S> {
     msg: InMessage,
     resources: S,
     res_next: usize,
+    /// Resources with queued READ responses.
+    reads_queued: usize,
     error: bool,
 }
 
@@ -325,6 +336,7 @@ impl<S: ResourceStore> ResponderWith<S> {
             msg: InMessage::Idle,
             resources: storage,
             res_next: 0,
+            reads_queued: 0,
             error: false,
         }
     }
@@ -367,6 +379,9 @@ impl<S: ResourceStore> ResponderWith<S> {
             return Decision::Reply(Reply::None);
         }
         let d = req.psn.diff(self.epsn);
+        if self.reads_queued > 0 && (d >= 0 || req.operation != Operation::RdmaReadRequest) {
+            return Decision::Defer;
+        }
         if d < 0 {
             return Decision::Reply(self.duplicate(req));
         }
@@ -462,22 +477,16 @@ impl<S: ResourceStore> ResponderWith<S> {
                 let Ok(plan) = MessagePlan::new(WqeOp::Read, len, self.cfg.mtu) else {
                     return self.fail(NakCode::InvalidRequest);
                 };
-                let first_psn = self.epsn;
                 self.store(ReadAtomicResource {
-                    first_psn,
+                    first_psn: self.epsn,
                     psn_count: plan.psn_count(),
                     kind: ResourceKind::Read { va, rkey, len },
+                    next_response: Some(0),
                 });
+                self.reads_queued = self.reads_queued.saturating_add(1);
                 self.epsn = self.epsn.wrapping_add(plan.psn_count());
                 self.complete_message();
-                return Reply::Read(ReadReply {
-                    first_psn,
-                    va,
-                    rkey,
-                    plan,
-                    start: 0,
-                    msn: self.msn,
-                });
+                return Reply::Read;
             }
             WorkKind::Atomic { .. } => {
                 let Outcome::Atomic(orig) = outcome else {
@@ -488,6 +497,7 @@ impl<S: ResourceStore> ResponderWith<S> {
                     first_psn: psn,
                     psn_count: 1,
                     kind: ResourceKind::Atomic { orig },
+                    next_response: None,
                 });
                 self.epsn = self.epsn.next();
                 self.complete_message();
@@ -624,6 +634,11 @@ impl<S: ResourceStore> ResponderWith<S> {
         let limit = self.res_limit();
         let i = self.res_next.checked_rem(limit).unwrap_or(0);
         if let Some(slot) = self.resources.as_mut().get_mut(i) {
+            // A READ pushed out of the ring takes its queued responses
+            // with it.
+            if slot.is_some_and(|old| old.next_response.is_some()) {
+                self.reads_queued = self.reads_queued.saturating_sub(1);
+            }
             *slot = Some(res);
         }
         self.res_next = i.wrapping_add(1).checked_rem(limit).unwrap_or(0);
@@ -714,8 +729,119 @@ mod tests {
                 };
                 r.commit(&w, o)
             }
-            Decision::Reply(rep) => panic!("not executed: {rep:?}"),
+            d => panic!("not executed: {d:?}"),
         }
+    }
+
+    /// Every queued READ response, in the order they go out.
+    fn drain(r: &mut Responder<4>) -> Vec<ReadResponsePacket> {
+        let mut out = Vec::new();
+        while let Some(p) = r.next_read_response() {
+            out.push(p);
+        }
+        assert!(!r.read_responses_queued());
+        out
+    }
+
+    fn read_req(psn: u32, va: u64, len: u32) -> Request {
+        let mut q = req(psn, O::RdmaReadRequest, 0);
+        q.reth = Some(Reth {
+            va,
+            rkey: 9,
+            dma_len: len,
+        });
+        q
+    }
+
+    #[test]
+    fn read_responses_are_taken_one_at_a_time_and_later_requests_wait() {
+        let mut r = resp();
+        // 10 packets of 256 bytes.
+        assert_eq!(exec(&mut r, &read_req(100, 0x1000, 2560)), Reply::Read);
+        assert_eq!(r.epsn(), Psn::new(110));
+        let first = r.next_read_response().unwrap();
+        assert_eq!(
+            (first.psn, first.va, first.rkey),
+            (Psn::new(100), 0x1000, 9)
+        );
+        // A new request, an out-of-sequence one and a duplicate SEND wait
+        // until the responses are out: no reply may overtake them.
+        for q in [
+            req(110, O::SendOnly, 1),
+            req(115, O::SendOnly, 1),
+            req(99, O::SendOnly, 1),
+        ] {
+            assert_eq!(r.receive(&q, true), Decision::Defer);
+        }
+        let rest = drain(&mut r);
+        assert_eq!(rest.len(), 9);
+        assert_eq!(rest[8].psn, Psn::new(109));
+        assert_eq!(exec(&mut r, &req(110, O::SendOnly, 1)), acked(110, 2));
+    }
+
+    #[test]
+    fn duplicate_reads_coalesce_with_queued_responses() {
+        let mut r = resp();
+        assert_eq!(exec(&mut r, &read_req(100, 0x1000, 2560)), Reply::Read);
+        let mut sent = drain(&mut r).len();
+        assert_eq!(sent, 10);
+        // A hundred duplicates of the whole READ arriving together: one
+        // replay.
+        for _ in 0..100 {
+            assert_eq!(
+                r.receive(&read_req(100, 0x1000, 2560), true),
+                Decision::Reply(Reply::Read)
+            );
+        }
+        sent += drain(&mut r).len();
+        assert_eq!(sent, 20);
+        // A duplicate for a later PSN while the replay is queued: no
+        // second stream.
+        r.receive(&read_req(100, 0x1000, 2560), true);
+        for _ in 0..4 {
+            r.next_read_response();
+        }
+        r.receive(&read_req(107, 0x1000 + 7 * 256, 768), true);
+        assert_eq!(drain(&mut r).len(), 6);
+        // One for an earlier PSN restarts the queued stream there.
+        r.receive(&read_req(100, 0x1000, 2560), true);
+        for _ in 0..6 {
+            r.next_read_response();
+        }
+        r.receive(&read_req(102, 0x1000 + 2 * 256, 2048), true);
+        let p = drain(&mut r);
+        assert_eq!(p.len(), 8);
+        assert_eq!(p[0].psn, Psn::new(102));
+        assert_eq!(p[0].operation, O::RdmaReadResponseMiddle);
+    }
+
+    #[test]
+    fn queued_replays_are_bounded_by_the_resources_and_go_oldest_first() {
+        let mut r = resp();
+        assert_eq!(exec(&mut r, &read_req(100, 0x1000, 512)), Reply::Read);
+        drain(&mut r);
+        assert_eq!(exec(&mut r, &read_req(102, 0x2000, 512)), Reply::Read);
+        drain(&mut r);
+        // Duplicates for the newer READ, then the older, many times over.
+        for _ in 0..50 {
+            r.receive(&read_req(102, 0x2000, 512), true);
+            r.receive(&read_req(100, 0x1000, 512), true);
+        }
+        let p = drain(&mut r);
+        let psns: Vec<u32> = p.iter().map(|p| p.psn.value()).collect();
+        assert_eq!(psns, [100, 101, 102, 103]);
+        // No new READ is taken while responses are queued, so none can
+        // push a queued one out of the ring.
+        r.receive(&read_req(100, 0x1000, 512), true);
+        assert_eq!(r.receive(&read_req(104, 0x3000, 0), true), Decision::Defer);
+        drain(&mut r);
+        assert_eq!(exec(&mut r, &read_req(104, 0x3000, 0)), Reply::Read);
+        let p: Vec<u32> = drain(&mut r).iter().map(|p| p.psn.value()).collect();
+        assert_eq!(p, [104]);
+        // The error state drops what is queued.
+        r.receive(&read_req(102, 0x2000, 512), true);
+        r.set_error();
+        assert_eq!(r.next_read_response(), None);
     }
 
     fn acked(psn: u32, msn: u32) -> Reply {
@@ -794,6 +920,7 @@ mod tests {
                 last = Some(match r.receive(&req(100 + i as u32, op, len), true) {
                     Decision::Execute(w) => r.commit(&w, Outcome::Done),
                     Decision::Reply(rep) => rep,
+                    Decision::Defer => panic!("no READ queued"),
                 });
             }
             let fatal = matches!(
@@ -828,7 +955,7 @@ mod tests {
                     Decision::Execute(w) => {
                         r.commit(&w, Outcome::Done);
                     }
-                    Decision::Reply(_) => return false,
+                    Decision::Reply(_) | Decision::Defer => return false,
                 }
             }
             !r.is_error()
@@ -922,11 +1049,9 @@ mod tests {
             rkey: 9,
             dma_len: 600,
         });
-        let Reply::Read(rr) = exec(&mut r, &q) else {
-            panic!()
-        };
+        assert_eq!(exec(&mut r, &q), Reply::Read);
         assert_eq!(r.epsn(), Psn::new(103));
-        let p: Vec<_> = rr.packets().collect();
+        let p = drain(&mut r);
         assert_eq!(p.len(), 3);
         assert_eq!(
             p.iter().map(|p| p.operation).collect::<Vec<_>>(),
@@ -940,20 +1065,16 @@ mod tests {
         assert_eq!(p[1].aeth, None);
         assert_eq!(p[0].aeth.unwrap().msn, 1);
         // Replay of the whole READ, and from its middle.
-        let Decision::Reply(Reply::Read(full)) = r.receive(&q, true) else {
-            panic!()
-        };
-        assert_eq!(full.packets().collect::<Vec<_>>(), p);
+        assert_eq!(r.receive(&q, true), Decision::Reply(Reply::Read));
+        assert_eq!(drain(&mut r), p);
         let mut mid = req(101, O::RdmaReadRequest, 0);
         mid.reth = Some(Reth {
             va: 0x2100,
             rkey: 9,
             dma_len: 344,
         });
-        let Decision::Reply(Reply::Read(part)) = r.receive(&mid, true) else {
-            panic!()
-        };
-        assert_eq!(part.packets().collect::<Vec<_>>(), p[1..]);
+        assert_eq!(r.receive(&mid, true), Decision::Reply(Reply::Read));
+        assert_eq!(drain(&mut r), p[1..]);
         // Inconsistent duplicates are dropped.
         mid.reth = Some(Reth {
             va: 0x2100,
@@ -968,10 +1089,8 @@ mod tests {
             rkey: 9,
             dma_len: 0,
         });
-        let Reply::Read(zr) = exec(&mut r, &z) else {
-            panic!()
-        };
-        let zp: Vec<_> = zr.packets().collect();
+        assert_eq!(exec(&mut r, &z), Reply::Read);
+        let zp = drain(&mut r);
         assert_eq!(zp.len(), 1);
         assert_eq!((zp[0].operation, zp[0].len), (O::RdmaReadResponseOnly, 0));
     }

@@ -1,11 +1,22 @@
-//! RDMA READ responses: the packets of one READ response (or the replayed
-//! part of one), built one at a time.
+//! RDMA READ responses, built one packet at a time from the responder
+//! resources.
+//!
+//! A READ's responses are not sent in one go: the resource keeps the
+//! offset of the next one ([`ReadAtomicResource::next_response`]) and the
+//! driver takes packets with [`ResponderWith::next_read_response`] as its
+//! budget allows, so a multi-gigabyte READ (or a peer replaying one) never
+//! holds the QP's work item for long. A duplicate READ for a resource whose
+//! responses are already queued does not queue a second copy: it only
+//! moves the queued position back to the PSN asked for, if that is
+//! earlier. So at most one response stream per resource is queued
+//! (`max_dest_rd_atomic` in all), and a burst of duplicates costs about one
+//! replay rather than one per duplicate.
 
-use super::ack_aeth;
+use super::{ack_aeth, ReadAtomicResource, ResourceKind, ResourceStore, ResponderWith};
 use crate::roce::aeth::Aeth;
 use crate::roce::opcode::{Operation, Position};
 use crate::roce::psn::Psn;
-use crate::roce::segment::MessagePlan;
+use crate::roce::segment::{MessagePlan, WqeOp};
 
 /// The RDMA READ responses to send for one READ request (or the replayed
 /// part of one).
@@ -32,6 +43,8 @@ pub struct ReadResponsePacket {
     pub operation: Operation,
     /// Address to read the payload from.
     pub va: u64,
+    /// R_Key to read it under.
+    pub rkey: u32,
     /// Payload bytes.
     pub len: u32,
     /// AETH (First, Last, Only).
@@ -88,6 +101,7 @@ impl ReadReply {
             // The driver checked va..va+len under the R_Key, so this
             // cannot wrap for a valid request.
             va: self.va.wrapping_add(u64::from(offset)),
+            rkey: self.rkey,
             len: if left < mtu { left } else { mtu },
             aeth,
         })
@@ -97,5 +111,92 @@ impl ReadReply {
     pub fn packets(&self) -> impl Iterator<Item = ReadResponsePacket> {
         let r = *self;
         (0..r.packet_count()).filter_map(move |k| r.packet(k))
+    }
+}
+
+impl<S: ResourceStore> ResponderWith<S> {
+    /// Whether READ responses are queued (then only duplicate READs are
+    /// taken; other requests get [`super::Decision::Defer`]).
+    pub fn read_responses_queued(&self) -> bool {
+        !self.error && self.reads_queued > 0
+    }
+
+    /// The next queued READ response packet, or `None` when none is
+    /// queued. The oldest READ goes first, so responses leave in PSN
+    /// order. Data is read when the driver builds the packet.
+    pub fn next_read_response(&mut self) -> Option<ReadResponsePacket> {
+        while self.read_responses_queued() {
+            let Some(k) = self.oldest_queued() else {
+                self.reads_queued = 0;
+                return None;
+            };
+            let (mtu, msn) = (self.cfg.mtu, self.msn);
+            let slot = self.resources.as_mut().get_mut(k)?.as_mut()?;
+            let next = slot.next_response.unwrap_or(u32::MAX);
+            let packet = match slot.kind {
+                ResourceKind::Read { va, rkey, len } => MessagePlan::new(WqeOp::Read, len, mtu)
+                    .ok()
+                    .and_then(|plan| {
+                        ReadReply {
+                            first_psn: slot.first_psn,
+                            va,
+                            rkey,
+                            plan,
+                            start: next,
+                            msn,
+                        }
+                        .packet(0)
+                    }),
+                ResourceKind::Atomic { .. } => None,
+            };
+            let after = next.saturating_add(1);
+            if packet.is_some() && after < slot.psn_count {
+                slot.next_response = Some(after);
+            } else {
+                slot.next_response = None;
+                self.reads_queued = self.reads_queued.saturating_sub(1);
+            }
+            if packet.is_some() {
+                return packet;
+            }
+        }
+        None
+    }
+
+    /// Queues the responses of the READ in `slot` from PSN offset `i` (a
+    /// duplicate asked for them). If they are queued already, they restart
+    /// at `i` when that is earlier; no second stream is queued.
+    pub(super) fn queue_replay(&mut self, slot: usize, i: u32) {
+        let Some(Some(res)) = self.resources.as_mut().get_mut(slot) else {
+            return;
+        };
+        match res.next_response {
+            Some(next) => res.next_response = Some(next.min(i)),
+            None => {
+                res.next_response = Some(i);
+                self.reads_queued = self.reads_queued.saturating_add(1);
+            }
+        }
+    }
+
+    /// The slot of the oldest resource with queued responses.
+    fn oldest_queued(&self) -> Option<usize> {
+        let epsn = self.epsn;
+        let mut best: Option<(usize, u32)> = None;
+        for (k, res) in self.resources.as_ref().iter().enumerate() {
+            let Some(ReadAtomicResource {
+                first_psn,
+                next_response: Some(_),
+                ..
+            }) = res
+            else {
+                continue;
+            };
+            let age = first_psn.distance_to(epsn);
+            if best.is_none_or(|(_, a)| age > a) {
+                best = Some((k, age));
+            }
+        }
+        best.map(|(k, _)| k)
     }
 }
