@@ -1074,7 +1074,9 @@ fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, budget: &mut u
         h.aeth = p.aeth;
         let mr = dev.check_mr_access(p.rkey, qp.pd(), p.va, u64::from(p.len), Access::REMOTE_READ);
         let Ok(mr) = mr else { continue };
-        let _ = send_packet(dev, &flow, &h, p.len as usize, |out| mr.copy_from(p.va, out));
+        let _ = send_packet(dev, &flow, &h, p.len as usize, |out| {
+            mr.copy_from(p.va, out)
+        });
     }
 }
 

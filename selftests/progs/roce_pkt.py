@@ -17,6 +17,20 @@
       Exit 0 iff UDP PORT (default 4791) can be bound on IPv4 and IPv6.
   roce_pkt.py hold [PORT]
       Bind UDP PORT on IPv4 and sleep (until killed).
+  roce_pkt.py dupread SRC DST --qpn N --psn N --va N --rkey N --len N
+                      [--count N] [--mtu N]
+      Send COUNT forged duplicates of an RDMA READ request (its first PSN,
+      address, R_Key and length) to QP N at DST, back to back.
+  roce_pkt.py fuzz SRC DST --qpn N --epsn N [--count N] [--seed N]
+                   [--read-psn N --va N --rkey N --len N] [--mtu N] [--kill N]
+      Send COUNT malformed and semi-valid RC packets to DST, most aimed at
+      live QP N whose responder expects PSN EPSN: truncated headers, bad and
+      reserved opcodes, bad pad counts, PSNs outside the window, READs with
+      huge lengths, ACKs and READ responses for PSNs never sent, forged
+      QPNs, random bytes, duplicates (some inconsistent) of the READ given,
+      10% with a bad ICRC. The last KILL packets (default 1000) are garbage
+      at EPSN itself, which may legitimately move the QP to the error state.
+      Prints the number sent and the seconds it took.
 
 ICRC (IBTA annex A17, as rxe computes it): CRC-32 (zlib's) over 8 bytes of
 0xff, the IP header with TOS/TTL/checksum (v4) or traffic class/flow
@@ -56,7 +70,8 @@ def icrc(ip, udp, transport):
     u = bytearray(udp)
     u[6] = u[7] = 0xFF
     t = bytearray(transport)
-    t[4] = 0xFF
+    if len(t) > 4:
+        t[4] = 0xFF
     return zlib.crc32(b"\xff" * 8 + masked_ip(ip) + bytes(u) + bytes(t)) & 0xFFFFFFFF
 
 
@@ -183,6 +198,163 @@ def cmd_hold(a):
         time.sleep(3600)
 
 
+def raw_socket(src):
+    family = socket.AF_INET if src.version == 4 else socket.AF_INET6
+    s = socket.socket(family, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    if family == socket.AF_INET:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_HDRINCL, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+    return s
+
+
+def rc_packet(src, dst, transport_bytes, sport=0xC000, bad_icrc=False, cut=None):
+    """IP + UDP + transport + ICRC; CUT truncates the transport part
+    (before the ICRC is appended, so the ICRC covers what is sent)."""
+    t = transport_bytes if cut is None else transport_bytes[:cut]
+    udp = struct.pack(">HHHH", sport, ROCE_PORT, 8 + len(t) + 4, 0)
+    ip = ip_header(src, dst, len(udp) + len(t) + 4)
+    v = icrc(ip, udp, t) ^ (1 if bad_icrc else 0)
+    return ip + udp + t + struct.pack("<I", v)
+
+
+def bth(opcode, qpn, psn, pad=0, ack_req=False, pkey=0xFFFF):
+    return struct.pack(">BBHB3sB3s", opcode & 0xFF, (pad & 3) << 4, pkey, 0,
+                       (qpn & 0xFFFFFF).to_bytes(3, "big"), 0x80 if ack_req else 0,
+                       (psn & 0xFFFFFF).to_bytes(3, "big"))
+
+
+def reth(va, rkey, length):
+    return struct.pack(">QII", va & (2**64 - 1), rkey & 0xFFFFFFFF, length & 0xFFFFFFFF)
+
+
+def read_request(qpn, psn, va, rkey, length):
+    return bth(12, qpn, psn, ack_req=True) + reth(va, rkey, length)
+
+
+def cmd_dupread(a):
+    src, dst = ipaddress.ip_address(a.src), ipaddress.ip_address(a.dst)
+    pkt = rc_packet(src, dst, read_request(a.qpn, a.psn, a.va, a.rkey, a.len))
+    s = raw_socket(src)
+    for _ in range(a.count):
+        s.sendto(pkt, (str(dst), 0))
+    print(f"sent {a.count} duplicate READ requests psn={a.psn} len={a.len}")
+
+
+# RC opcodes and the extension headers their payload begins with.
+RC_WITH_RETH = (6, 10, 11, 12)
+RC_REQUESTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 19, 20, 22, 23)
+RC_RESPONSES = (13, 14, 15, 16, 17, 18)
+
+
+def fuzz_transport(r, a, epsn_mode):
+    """One malformed or semi-valid transport part (no ICRC) and whether to
+    truncate it."""
+    qpn = a.qpn
+    if epsn_mode:
+        psn = a.epsn
+    else:
+        # Outside the window: ahead of the expected PSN, or far behind.
+        psn = (a.epsn + r.choice((1, 2, 7, r.randrange(1, 1 << 23),
+                                  -r.randrange(1 << 22, 1 << 23)))) & 0xFFFFFF
+    kind = r.randrange(12)
+    if kind == 0:  # reserved RC opcodes, other transports, CNP, garbage
+        op = r.choice((0x15, 0x18, 0x1C, 0x1D, 0x1E, 0x1F, 0x24, 0x48, 0x7F, 0x81, 0xE0, 0xFF))
+        return bth(op, qpn, psn) + r.randbytes(r.randrange(0, 64))
+    if kind == 1:  # a request whose pad count disagrees with its payload
+        op = r.choice((0, 2, 4, 8, 10))
+        body = reth(0x1000, 1, 4) if op in RC_WITH_RETH else b""
+        n = r.randrange(0, 8)
+        return bth(op, qpn, psn, pad=r.randrange(1, 4)) + body + bytes(n)
+    if kind == 2:  # RDMA READ with a huge length
+        length = r.choice((0x80000000, 0x80000001, 0xFFFFFFFF, 0x7FFFFFFF,
+                           r.randrange(1 << 24, 1 << 32)))
+        return read_request(qpn, psn, r.getrandbits(64), r.getrandbits(32), length)
+    if kind == 3:  # ACK / NAK / RNR NAK / READ response / atomic ACK, unsent PSN
+        op = r.choice(RC_RESPONSES)
+        aeth = struct.pack(">B3s", r.choice((0x1F, 0x00, 0x20, 0x60, 0x61, 0x63, 0x64, 0xFF)),
+                           r.getrandbits(24).to_bytes(3, "big"))
+        rpsn = r.choice((r.getrandbits(24), a.epsn, (a.epsn - 1) & 0xFFFFFF))
+        body = b"" if op == 14 else aeth
+        if op == 18:
+            body += r.randbytes(8)
+        if op in (13, 14, 15, 16):
+            body += r.randbytes(r.choice((0, 1, 4, 1024, 1100)))
+        return bth(op, qpn, rpsn) + body
+    if kind == 4:  # forged QPNs: QP0, QP1, none, the largest
+        op = r.choice(RC_REQUESTS + RC_RESPONSES)
+        q = r.choice((0, 1, 2, 0xFFFFFF, r.getrandbits(24), qpn + 1, qpn - 1))
+        return bth(op, q, psn) + r.randbytes(r.randrange(0, 48))
+    if kind == 5 and a.len is not None:  # duplicates of the real READ, some inconsistent
+        mtu = a.mtu
+        n = max(1, (a.len + mtu - 1) // mtu)
+        i = r.randrange(n)
+        va, length = a.va + i * mtu, a.len - i * mtu
+        if r.randrange(4) == 0:
+            length += r.choice((1, -1, 4096))
+        return read_request(qpn, (a.read_psn + i) & 0xFFFFFF, va, a.rkey, length)
+    if kind == 6:  # atomics, misaligned or with bad keys
+        op = r.choice((19, 20))
+        return bth(op, qpn, psn, ack_req=True) + struct.pack(
+            ">QIQQ", r.getrandbits(64), r.getrandbits(32), r.getrandbits(64), r.getrandbits(64))
+    if kind == 7:  # random bytes after a plausible first byte
+        return bytes([r.choice(RC_REQUESTS)]) + r.randbytes(r.randrange(0, 80))
+    if kind == 8:  # SEND / WRITE with oversized payloads
+        op = r.choice((0, 1, 2, 4, 6, 7, 8, 10))
+        body = reth(r.getrandbits(64), r.getrandbits(32), r.getrandbits(32))             if op in RC_WITH_RETH else b""
+        return bth(op, qpn, psn, ack_req=r.random() < 0.5) + body +             bytes(r.choice((0, 1, 1023, 1025, 4097)))
+    if kind == 9:  # a bad P_Key or transport version
+        t = bytearray(bth(r.choice(RC_REQUESTS), qpn, psn) + bytes(16))
+        if r.random() < 0.5:
+            t[2:4] = r.getrandbits(16).to_bytes(2, "big")
+        else:
+            t[1] |= r.randrange(1, 16)
+        return bytes(t)
+    # Plain requests with ordinary headers.
+    op = r.choice(RC_REQUESTS)
+    body = reth(r.getrandbits(64), r.getrandbits(32), r.randrange(0, 8192))         if op in RC_WITH_RETH else b""
+    if op in (19, 20):
+        body = bytes(28)
+    if op in (22, 23):
+        body = r.randbytes(4)
+    return bth(op, qpn, psn, ack_req=True) + body + bytes(r.choice((0, 4, 64)))
+
+
+def cmd_fuzz(a):
+    import random
+    src, dst = ipaddress.ip_address(a.src), ipaddress.ip_address(a.dst)
+    r = random.Random(a.seed)
+    # A pool of distinct packets, sent in shuffled rounds (building each
+    # of 10^5 packets in Python is slower than sending it).
+    pool_n = min(a.count - a.kill, 8192)
+    pool = []
+    for _ in range(pool_n):
+        t = fuzz_transport(r, a, False)
+        cut = r.randrange(0, len(t) + 1) if r.random() < 0.15 else None
+        pool.append(rc_packet(src, dst, t, sport=r.randrange(0xC000, 0x10000),
+                              bad_icrc=r.random() < 0.1, cut=cut))
+    kill = [rc_packet(src, dst, fuzz_transport(r, a, True)) for _ in range(a.kill)]
+    s = raw_socket(src)
+    addr = (str(dst), 0)
+    sent = 0
+    t0 = time.monotonic()
+    while sent < a.count - a.kill:
+        r.shuffle(pool)
+        for p in pool[:a.count - a.kill - sent]:
+            try:
+                s.sendto(p, addr)
+            except OSError:
+                # Socket buffer full: the packet is lost, as on a wire.
+                pass
+            sent += 1
+    for p in kill:
+        try:
+            s.sendto(p, addr)
+        except OSError:
+            pass
+        sent += 1
+    print(f"fuzz sent {sent} packets in {time.monotonic() - t0:.1f} s")
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -203,9 +375,29 @@ def main():
     b.add_argument("port", type=int, nargs="?", default=ROCE_PORT)
     h = sub.add_parser("hold")
     h.add_argument("port", type=int, nargs="?", default=ROCE_PORT)
+    num = lambda x: int(x, 0)  # noqa: E731
+    d = sub.add_parser("dupread")
+    d.add_argument("src")
+    d.add_argument("dst")
+    for k in ("--qpn", "--psn", "--va", "--rkey", "--len"):
+        d.add_argument(k, type=num, required=True)
+    d.add_argument("--count", type=int, default=100)
+    f = sub.add_parser("fuzz")
+    f.add_argument("src")
+    f.add_argument("dst")
+    f.add_argument("--qpn", type=num, required=True)
+    f.add_argument("--epsn", type=num, required=True)
+    f.add_argument("--count", type=int, default=100000)
+    f.add_argument("--kill", type=int, default=1000)
+    f.add_argument("--seed", type=int, default=1)
+    f.add_argument("--read-psn", type=num, default=0)
+    f.add_argument("--va", type=num, default=0)
+    f.add_argument("--rkey", type=num, default=0)
+    f.add_argument("--len", type=num)
+    f.add_argument("--mtu", type=int, default=1024)
     a = p.parse_args()
     return {"send": cmd_send, "capture": cmd_capture, "bind": cmd_bind,
-            "hold": cmd_hold}[a.cmd](a) or 0
+            "hold": cmd_hold, "dupread": cmd_dupread, "fuzz": cmd_fuzz}[a.cmd](a) or 0
 
 
 if __name__ == "__main__":

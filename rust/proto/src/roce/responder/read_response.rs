@@ -193,7 +193,11 @@ impl<S: ResourceStore> ResponderWith<S> {
                 continue;
             };
             let age = first_psn.distance_to(epsn);
-            if best.is_none_or(|(_, a)| age > a) {
+            let older = match best {
+                Some((_, a)) => age > a,
+                None => true,
+            };
+            if older {
                 best = Some((k, age));
             }
         }
