@@ -6,13 +6,18 @@
 //!
 //! 1. [`Responder::receive`] checks the packet against the expected PSN and
 //!    the message in progress and returns a [`Decision`]: either
-//!    [`Work`] to do, or a [`Reply`] to send right away (a replayed
-//!    response to a duplicate, a sequence-error or RNR NAK, a fatal NAK, or
-//!    nothing). It changes no state except the NAK latch.
+//!    [`Work`] to do, a [`Reply`] to send right away (a replayed atomic
+//!    response, a re-ACK, a sequence-error or RNR NAK, a fatal NAK, or
+//!    nothing), or [`Decision::Defer`] while READ responses are queued. It
+//!    changes no state except the NAK latch and the queued READ responses.
 //! 2. For [`Decision::Execute`], the driver validates keys and moves the
 //!    data (or executes the atomic), then calls [`Responder::commit`] with
 //!    the [`Outcome`]; that advances the expected PSN and MSN and returns
 //!    the [`Reply`] to send.
+//!
+//! READ responses, new or replayed, are queued in the resources and taken
+//! one packet at a time ([`ResponderWith::next_read_response`], in
+//! `read_response.rs`); duplicates are handled in `duplicate.rs`.
 
 use super::aeth::{Aeth, NakCode, Syndrome, CREDITS_INVALID, MSN_MAX};
 use super::atomic_eth::AtomicEth;
