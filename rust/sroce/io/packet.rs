@@ -49,7 +49,8 @@ impl RxPacket {
         self.ingress = ifindex;
     }
 
-    /// The index of the net device the packet arrived on.
+    /// The index of the net device the packet arrived on; 0 if it was
+    /// looped back by the host's IP stack.
     pub(crate) fn ingress(&self) -> i32 {
         self.ingress
     }

@@ -45,7 +45,16 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
     let counters = &dev.data().io.counters;
     match check(skb) {
         Ok(mut pkt) => {
-            pkt.set_ingress(ingress.ifindex());
+            // Replies go back over the link a request came in on (see
+            // `OutPort::Ifindex`), but `lo` is no link: a packet to one of
+            // the host's own addresses (QP to QP on one device, or between
+            // two devices of one namespace) is looped by the IP stack, and
+            // a reply pinned to `lo` finds no route (an IPv6 link-local
+            // destination is on-link only via its own device). Such
+            // replies are routed from the device like any first packet.
+            if !ingress.is_loopback() {
+                pkt.set_ingress(ingress.ifindex());
+            }
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, (pkt.len() + ICRC_LEN) as u64);
             recv::receive(&dev, pkt);
