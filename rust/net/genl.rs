@@ -11,7 +11,7 @@
 //! by the core). Operations are serialised by the core's `genl_mutex` (the
 //! family is not `parallel_ops`).
 
-use super::bindings;
+use super::{bindings, netns::NetKey};
 use crate::rdma::context_slot::ContextSlot;
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, prelude::*, str::CStr, sync::Arc, types::Opaque};
@@ -277,6 +277,14 @@ impl Dump<'_> {
             }
         }
         r
+    }
+
+    /// The network namespace of the socket that asked for the dump: what
+    /// a dump shows of other namespaces is up to the family.
+    pub(crate) fn requester_net(&self) -> NetKey {
+        // SAFETY: `cb` is the live dump state; its skb's socket is the
+        // requester's, alive while the dump runs.
+        NetKey::of_raw(unsafe { bindings::sroce_genl_dump_net(self.cb.as_ptr()) })
     }
 
     fn len(&self) -> u32 {

@@ -55,6 +55,13 @@ impl Net {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct NetKey(usize);
 
+impl NetKey {
+    /// The key of the namespace at `ptr` (never dereferenced).
+    pub(super) fn of_raw(ptr: *mut bindings::net) -> Self {
+        Self(ptr as usize)
+    }
+}
+
 impl NetDevice {
     /// The network namespace the device is in.
     pub(crate) fn net(&self) -> &Net {

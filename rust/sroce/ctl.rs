@@ -199,10 +199,15 @@ impl Family for SroceDriver {
 }
 
 impl SroceDriver {
-    /// Every session of every connected queue pair of every device, one
-    /// entry each, from entry `*cursor` on (the walk restarts per message
-    /// and skips what earlier messages carried).
+    /// Every session of every connected queue pair of every device whose
+    /// net device is in the requester's network namespace, one entry each,
+    /// from entry `*cursor` on (the walk restarts per message and skips
+    /// what earlier messages carried). Sessions are addresses and ports of
+    /// connections: another namespace's are none of the requester's
+    /// business, as its sockets would not be (devices themselves are
+    /// listed everywhere, as the RDMA core's shared mode shows them).
     fn dump_sessions(&self, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
+        let requester = out.requester_net();
         let mut seen = 0usize;
         let mut dev_index = 0usize;
         loop {
@@ -214,6 +219,10 @@ impl SroceDriver {
                     n == dev_index
                 },
                 |d| -> Result {
+                    let here = d.netdev(PORT).is_some_and(|n| n.net().key() == requester);
+                    if !here {
+                        return Ok(());
+                    }
                     for shared in d.data().qps_snapshot()?.iter() {
                         let r = shared.link().with(|qp| -> Result {
                             let inner = qp.data().lock();

@@ -104,9 +104,13 @@ group hash on
 for d in sroce1 sroce2; do assert_ok "$SROCE" dev set "$d" group-size 1; done
 start_write_bw 20
 sleep 3
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 before qp set:"$'\n'"$list"
 assert_eq "$(wc -l <<<"$list")" 1 "one session before qp set"
+# Sessions are addresses and ports of connections: listed only in the
+# namespace of the device's net device.
+assert_eq "" "$("$SROCE" session show sroce2)" "sroce2's sessions from the root namespace"
+assert_eq "" "$(in_h1 "$SROCE" session show sroce2)" "sroce2's sessions from h1"
 qpn=$(awk '{ print $3 }' <<<"$list")
 assert_fails_with "no such queue pair" "$SROCE" qp set sroce2 999999 policy failover
 pub=$(mktemp -d)
@@ -119,7 +123,7 @@ assert_ok "$SROCE" qp set sroce2 "$qpn" group-size 2 policy round-robin reorder-
 v0=$(tx h2 v2) w0=$(tx h2 w2)
 sleep 3
 dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 after qp set $qpn:"$'\n'"$list"
 log "client's packets after qp set: v2 +$dv, w2 +$dw"
 assert_eq "$(grep -c "^sroce2 qp $qpn session [01] .* round-robin" <<<"$list")" 2 "two sessions after qp set"
@@ -143,7 +147,7 @@ ports=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 
 log "held UDP ports in h2's range: ${ports//$'\n'/ }"
 [[ -n $ports ]] || fail "no session port is held in 61000-65535"
 port=${ports%%$'\n'*}
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2:"$'\n'"$list"
 n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]" <<<"$list")
 assert_eq "$n" 2 "two live sessions carrying packets listed for the client QP"
@@ -154,7 +158,7 @@ assert_fails_with "Address already in use" in_ns h2 python3 -c \
 for n in 1 2; do in_ns "h$n" tc qdisc add dev "w$n" root netem loss 100%; done
 log "w1-w2 cut (netem loss 100%)"
 sleep 4
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 during the cut:"$'\n'"$list"
 assert_match "$list" " (down|probing) policy" "a session is down while its link is cut"
 for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
@@ -179,7 +183,7 @@ sleep 3
 in_ns h2 ip link set w2 down
 log "w2 down"
 sleep 2
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 with w2 down:"$'\n'"$list"
 assert_match "$list" " (down|probing) policy" "a session is down while its link is down"
 res=$(rdma -dd resource show qp link sroce2/1 2>&1 || true)
@@ -194,7 +198,7 @@ end_write_bw
 rc=$RC dw=$DW
 ((rc == 0)) || fail "ib_write_bw failed ($rc) across a link going down: $(cat "$TEST_TMP/client.log")"
 log "w2 carried $dw packets after it came back up"
-((dw > 100)) || log "diagnostics: $(in_ns h2 ip route show 10.77.9.1 | tr '\n' ' ') sessions: $("$SROCE" session show sroce2 | tr '\n' ' ')"
+((dw > 100)) || log "diagnostics: $(in_ns h2 ip route show 10.77.9.1 | tr '\n' ' ') sessions: $(in_h2 "$SROCE" session show sroce2 | tr '\n' ' ')"
 ((dw > 100)) || fail "traffic did not return to the link that came back (w2 +$dw)"
 
 # The largest group: 64 sessions, each with its own held port.
@@ -203,7 +207,7 @@ for d in sroce1 sroce2; do
 done
 start_write_bw 6
 sleep 3
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 held=$(held_ports)
 log "64-session group: $(wc -l <<<"$list") sessions listed, $(awk '{ print $6 }' <<<"$list" | sort -u | wc -l) distinct 5-tuples, $held ports held in h2"
 assert_eq "$(wc -l <<<"$list")" 64 "64 sessions listed"
@@ -231,7 +235,7 @@ wait_listen h1 "$OOB_PORT"
 bg_in h2 "$TEST_TMP/client.log" ib_send_bw -d sroce2 -x "$g2" -c UD -s 1024 -D 4 -F 10.77.9.1
 CLI=$BG_PID
 sleep 3
-list=$("$SROCE" session show sroce2)
+list=$(in_h2 "$SROCE" session show sroce2)
 log "UD sessions of sroce2:"$'\n'"$list"
 rc=0
 wait "$CLI" || rc=$?
@@ -256,7 +260,7 @@ IDLE=$BG_PID
 for _ in $(seq 100); do grep -q '^idle qpn' "$TEST_TMP/idle.log" && break; sleep 0.1; done
 grep -q '^idle qpn' "$TEST_TMP/idle.log" || fail "rc_idle did not connect: $(cat "$TEST_TMP/idle.log")"
 qpa=$(awk '/^idle qpn/ { print $3 }' "$TEST_TMP/idle.log")
-idle_sessions() { "$SROCE" session show sroce1 | grep "^sroce1 qp $qpa "; }
+idle_sessions() { in_h1 "$SROCE" session show sroce1 | grep "^sroce1 qp $qpa "; }
 in_ns h2 ip link set w2 down
 sleep 1
 list=$(idle_sessions)
