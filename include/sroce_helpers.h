@@ -68,6 +68,9 @@ void sroce_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start);
 struct net_device *sroce_dev_by_addr6(struct net *net, const struct in6_addr *addr);
 struct dst_entry *sroce_dst_clone(struct dst_entry *dst);
 struct net_device *sroce_dst_dev(const struct dst_entry *dst);
+struct mm_struct *sroce_charge_pinned(unsigned long npages);
+void sroce_uncharge_pinned(struct mm_struct *mm, unsigned long npages);
+int sroce_roce_v2_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16]);
 
 /* Generic netlink (rust/net/genl.rs). */
 struct sk_buff *sroce_genlmsg_new_default(void);
@@ -83,6 +86,7 @@ void sroce_genl_set_err_msg(struct genl_info *info, const struct nlattr *attr,
 u8 sroce_genl_cmd(const struct genl_info *info);
 u8 sroce_genl_dump_cmd(struct netlink_callback *cb);
 unsigned long *sroce_genl_dump_cursor(struct netlink_callback *cb);
+struct net *sroce_genl_dump_net(struct netlink_callback *cb);
 const void *sroce_nla_data(const struct nlattr *nla);
 int sroce_nla_len(const struct nlattr *nla);
 unsigned int sroce_skb_len(const struct sk_buff *skb);

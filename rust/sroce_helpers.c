@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* See include/sroce_helpers.h. */
 #include <linux/vmalloc.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/mm.h>
 #include <linux/inetdevice.h>
 #include <net/addrconf.h>
 #include <net/dst.h>
+#include <rdma/ib_cache.h>
 #include "sroce_helpers.h"
 
 struct net_device *sroce_netdev_notifier_info_to_dev(void *info)
@@ -34,6 +37,55 @@ void sroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 void sroce_dev_put(struct net_device *ndev)
 {
 	dev_put(ndev);
+}
+
+/*
+ * Copies the RoCE v2 GID at @index of @port's table into @gid: 0, or
+ * -ENOENT if the slot is empty or of another type.
+ */
+int sroce_roce_v2_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16])
+{
+	const struct ib_gid_attr *attr = rdma_get_gid_attr(dev, port, index);
+	int ret = -ENOENT;
+
+	if (IS_ERR(attr))
+		return -ENOENT;
+	if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP) {
+		memcpy(gid, attr->gid.raw, 16);
+		ret = 0;
+	}
+	rdma_put_gid_attr(attr);
+	return ret;
+}
+
+/*
+ * Charges @npages of kernel memory a process maps (its queues) to the
+ * process's pinned memory, against RLIMIT_MEMLOCK unless it has
+ * CAP_IPC_LOCK: what a NIC's queues in pinned user memory would cost it
+ * (ib_umem_get charges the same counter). Returns the charged mm, held
+ * for sroce_uncharge_pinned(), or an ERR_PTR: -ENOMEM over the limit,
+ * -EINVAL for a caller without an mm.
+ */
+struct mm_struct *sroce_charge_pinned(unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit;
+
+	if (!mm)
+		return ERR_PTR(-EINVAL);
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	if (atomic64_add_return(npages, &mm->pinned_vm) > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return ERR_PTR(-ENOMEM);
+	}
+	mmgrab(mm);
+	return mm;
+}
+
+void sroce_uncharge_pinned(struct mm_struct *mm, unsigned long npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+	mmdrop(mm);
 }
 
 void *sroce_vmalloc_user(unsigned long size)
@@ -279,6 +331,12 @@ u8 sroce_genl_dump_cmd(struct netlink_callback *cb)
 unsigned long *sroce_genl_dump_cursor(struct netlink_callback *cb)
 {
 	return (unsigned long *)&cb->args[0];
+}
+
+/* The network namespace of the socket that asked for a dump. */
+struct net *sroce_genl_dump_net(struct netlink_callback *cb)
+{
+	return sock_net(cb->skb->sk);
 }
 
 const void *sroce_nla_data(const struct nlattr *nla)

@@ -7,6 +7,7 @@ use super::{
     bindings,
     device::{device_from_raw, Device, Driver, PORT},
     object::core_object,
+    pd::Pd,
     udata::UData,
 };
 use kernel::{error::from_result, prelude::*};
@@ -48,7 +49,10 @@ pub(super) unsafe extern "C" fn create<T: Driver>(
         let av = AddressVector::from_ah_attr(unsafe { &*init.ah_attr })?;
         // SAFETY: NULL or the caller's udata.
         let udata = unsafe { UData::from_raw(udata) };
-        let data = T::create_ah(dev, av, udata)?;
+        // SAFETY: the core sets `pd` before calling and holds the PD (its
+        // use count) while the AH exists.
+        let pd = unsafe { Pd::<T>::from_raw((*ah).pd) };
+        let data = T::create_ah(dev, pd, av, udata)?;
         // SAFETY: a fresh object of `Ah<T>::SIZE` bytes.
         unsafe { Ah::<T>::init(ah, data) };
         Ok(0)

@@ -153,6 +153,7 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// AHs.
     fn create_ah(
         dev: &Device<Self>,
+        pd: &Pd<Self>,
         av: AddressVector,
         udata: Option<crate::rdma::udata::UData>,
     ) -> Result<Self::Ah>;
@@ -224,6 +225,17 @@ impl<T: Driver> Device<T> {
         // reference or NULL.
         let nd = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
         NonNull::new(nd).map(NetDevRef)
+    }
+
+    /// The RoCE v2 GID at `index` of `port`'s table, if that slot holds
+    /// one.
+    pub(crate) fn roce_v2_gid(&self, port: u32, index: u8) -> Option<[u8; 16]> {
+        let mut gid = [0u8; 16];
+        // SAFETY: a live ib_device; `gid` has the 16 bytes written.
+        let r = unsafe {
+            bindings::sroce_roce_v2_gid(self.as_raw(), port, u32::from(index), gid.as_mut_ptr())
+        };
+        (r == 0).then_some(gid)
     }
 
     /// The link speed and width of `port`, derived from its net device.

@@ -52,6 +52,25 @@ impl<T: Driver> Qp<T> {
         unsafe { Pd::<T>::from_raw((*self.core_ptr()).pd) }
     }
 
+    /// Reports a catastrophic error of the QP to its owner
+    /// (`IB_EVENT_QP_FATAL`), e.g. after its completion queue overran.
+    pub(crate) fn report_fatal(&self) {
+        let qp = self.core_ptr();
+        // SAFETY: a live QP; `event_handler` is set by the core for user QPs
+        // and by kernel consumers, and takes an event on our stack.
+        unsafe {
+            if let Some(handler) = (*qp).event_handler {
+                let mut ev = bindings::ib_event {
+                    device: (*qp).device,
+                    event: bindings::ib_event_type_IB_EVENT_QP_FATAL,
+                    ..Default::default()
+                };
+                ev.element.qp = qp;
+                handler(&mut ev, (*qp).qp_context);
+            }
+        }
+    }
+
     /// The handle a kernel consumer's completions name the QP by.
     pub(crate) fn handle(&self) -> QpHandle {
         QpHandle(self.core_ptr())

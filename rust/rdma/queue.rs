@@ -110,11 +110,55 @@ unsafe impl Send for QueueMem {}
 // SAFETY: see `Send`.
 unsafe impl Sync for QueueMem {}
 
-/// The core's mmap entry for a queue; owns the queue memory once inserted.
+/// Pages of a process's queue charged to its pinned memory (see
+/// `sroce_charge_pinned`); uncharged when the memory is freed.
+///
+/// # Invariants
+///
+/// `mm` is held (`mmgrab`) and carries `pages` pages of this charge.
+struct PinnedCharge {
+    mm: NonNull<bindings::mm_struct>,
+    pages: usize,
+}
+
+impl PinnedCharge {
+    /// Charges `len` bytes to the calling process; `ENOMEM` over its
+    /// `RLIMIT_MEMLOCK`.
+    fn new(len: usize) -> Result<Self> {
+        let pages = len.div_ceil(1usize << bindings::PAGE_SHIFT);
+        // SAFETY: charges the current process's mm (NULL-safe in C).
+        let mm = kernel::error::from_err_ptr(unsafe {
+            bindings::sroce_charge_pinned(pages as kernel::ffi::c_ulong)
+        })?;
+        // INVARIANT: a held mm carrying the charge.
+        Ok(Self {
+            mm: NonNull::new(mm).ok_or(EINVAL)?,
+            pages,
+        })
+    }
+}
+
+impl Drop for PinnedCharge {
+    fn drop(&mut self) {
+        // SAFETY: gives back the charge and the reference (type invariant).
+        unsafe {
+            bindings::sroce_uncharge_pinned(self.mm.as_ptr(), self.pages as kernel::ffi::c_ulong)
+        };
+    }
+}
+
+// SAFETY: the mm reference and counter may be dropped from any thread.
+unsafe impl Send for PinnedCharge {}
+// SAFETY: no shared access at all.
+unsafe impl Sync for PinnedCharge {}
+
+/// The core's mmap entry for a queue; owns the queue memory (and its
+/// charge) once inserted.
 #[repr(C)]
 struct MmapEntry {
     entry: Opaque<bindings::rdma_user_mmap_entry>,
     mem: QueueMem,
+    _charge: PinnedCharge,
 }
 
 /// Who owns a queue's memory.
@@ -158,10 +202,12 @@ impl Ring {
             ));
         };
         let len = mem.len;
+        let charge = PinnedCharge::new(len)?;
         let entry = KBox::new(
             MmapEntry {
                 entry: Opaque::new(bindings::rdma_user_mmap_entry::default()),
                 mem,
+                _charge: charge,
             },
             GFP_KERNEL,
         )?;

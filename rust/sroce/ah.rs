@@ -4,8 +4,27 @@
 //! name it in a UD send WQE.
 
 use super::device::SroceDevice;
-use crate::rdma::{ah::Ah, av::AddressVector, device::Device, rxe_abi::CreateAhResp, udata::UData};
+use crate::rdma::{
+    ah::Ah, av::AddressVector, device::Device, pd::Pd, rxe_abi::CreateAhResp, udata::UData,
+};
 use kernel::prelude::*;
+
+/// An address handle as WQEs find it by number: its address, usable only
+/// by QPs of its protection domain (as on a NIC, a number alone grants
+/// nothing).
+#[derive(Clone, Copy)]
+pub(crate) struct AhEntry {
+    av: AddressVector,
+    /// The PD's identity (its address), as memory regions record it.
+    pd: usize,
+}
+
+impl AhEntry {
+    /// The address, if `pd` is the AH's protection domain.
+    pub(crate) fn address_for(&self, pd: &Pd<SroceDevice>) -> Option<AddressVector> {
+        (self.pd == core::ptr::from_ref(pd) as usize).then_some(self.av)
+    }
+}
 
 /// sroce's state of one address handle.
 pub(crate) struct SroceAh {
@@ -15,6 +34,7 @@ pub(crate) struct SroceAh {
 
 pub(crate) fn create(
     dev: &Device<SroceDevice>,
+    pd: &Pd<SroceDevice>,
     av: AddressVector,
     udata: Option<UData>,
 ) -> Result<SroceAh> {
@@ -25,7 +45,11 @@ pub(crate) fn create(
     } else {
         GFP_ATOMIC
     };
-    if let Err(e) = dev.data().insert_ah(num, av, gfp) {
+    let entry = AhEntry {
+        av,
+        pd: core::ptr::from_ref(pd) as usize,
+    };
+    if let Err(e) = dev.data().insert_ah(num, entry, gfp) {
         dev.data().free_ah_num(num);
         return Err(e);
     }

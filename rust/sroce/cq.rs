@@ -14,7 +14,7 @@ use crate::rdma::{
     udata::UData,
     wc::{Completion, WcStatus},
 };
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq, transmute::AsBytes};
 
 /// No completion event armed.
@@ -51,6 +51,9 @@ pub(crate) struct SroceCq {
     #[pin]
     queue: SpinLockIrq<CqRing>,
     armed: AtomicU8,
+    /// The CQ overran: it is in the error state for good (the owner was
+    /// told once); completions for it are dropped.
+    overrun: AtomicBool,
 }
 
 /// Checks a requested CQ size against the device's limit.
@@ -97,6 +100,7 @@ pub(crate) fn create(
         try_pin_init!(SroceCq {
             queue <- new_spinlock_irq!(queue, "sroce::cq"),
             armed: AtomicU8::new(ARMED_NONE),
+            overrun: AtomicBool::new(false),
         }),
         capacity,
     ))
@@ -158,20 +162,34 @@ pub(crate) fn poll(cq: &Cq<SroceDevice>, out: &mut WcOut<'_>) {
 
 /// Posts a completion of `qp`'s work and raises the completion event if the CQ is armed
 /// for it (`solicited`: the completion is of a solicited message; errors
-/// count as solicited, as the IBTA requires). A full CQ is an overrun:
-/// reported to the owner, and `ENOSPC` to the caller.
+/// count as solicited, as the IBTA requires).
+///
+/// A full CQ is an overrun (IBTA 11.4.2.1 / 10.10.2.3): the CQ enters the
+/// error state for good, its owner gets one `IB_EVENT_CQ_ERR`, and every
+/// QP that completes to it from then on is moved to the error state (with
+/// `IB_EVENT_QP_FATAL`) by its work item. Completions for an overrun CQ
+/// are dropped without further events, so a process that keeps work
+/// coming costs nothing per completion. Returns `ENOSPC` then.
 pub(crate) fn post(
     cq: &Cq<SroceDevice>,
     qp: &Qp<SroceDevice>,
     c: &Completion,
     solicited: bool,
 ) -> Result {
-    let pushed = match &mut *cq.data().queue.lock() {
+    let d = cq.data();
+    if d.overrun.load(Ordering::Acquire) {
+        qp.data().cq_overrun();
+        return Err(ENOSPC);
+    }
+    let pushed = match &mut *d.queue.lock() {
         CqRing::User(q) => q.push(c.to_uverbs().as_bytes()),
         CqRing::Kernel(r) => r.push(c, qp.handle()),
     };
     if pushed.is_err() {
-        cq.report_overrun();
+        if !d.overrun.swap(true, Ordering::AcqRel) {
+            cq.report_overrun();
+        }
+        qp.data().cq_overrun();
         return Err(ENOSPC);
     }
     let urgent = solicited || c.status != WcStatus::Success;

@@ -76,7 +76,7 @@ pub(crate) struct SroceDevice {
     gsi: SpinLockIrq<Option<Arc<QpShared>>>,
     /// Address handles' addresses by number (UD sends name them).
     #[pin]
-    ahs: SlotTable<AddressVector>,
+    ahs: SlotTable<ah::AhEntry>,
     /// Packet I/O state.
     pub(crate) io: DeviceIo,
     /// Received packets by opcode (until queue pairs consume them).
@@ -226,10 +226,10 @@ impl SroceDevice {
     pub(crate) fn insert_ah(
         &self,
         num: u32,
-        av: AddressVector,
+        entry: ah::AhEntry,
         gfp: kernel::alloc::Flags,
     ) -> Result {
-        self.ahs.insert(num as usize, av, gfp)
+        self.ahs.insert(num as usize, entry, gfp)
     }
 
     /// Forgets address handle `num`.
@@ -237,9 +237,9 @@ impl SroceDevice {
         let _ = self.ahs.take(num as usize);
     }
 
-    /// The address of address handle `num`.
-    pub(crate) fn ah(&self, num: u32) -> Option<AddressVector> {
-        self.ahs.get(num as usize)
+    /// The address of address handle `num`, if it belongs to `pd`.
+    pub(crate) fn ah(&self, num: u32, pd: &Pd<SroceDevice>) -> Option<AddressVector> {
+        self.ahs.get(num as usize).and_then(|e| e.address_for(pd))
     }
 }
 
@@ -404,10 +404,11 @@ impl Driver for SroceDevice {
 
     fn create_ah(
         dev: &Device<Self>,
+        pd: &Pd<Self>,
         av: AddressVector,
         udata: Option<UData>,
     ) -> Result<ah::SroceAh> {
-        ah::create(dev, av, udata)
+        ah::create(dev, pd, av, udata)
     }
 
     fn destroy_ah(ah: &Ah<Self>) {

@@ -19,10 +19,10 @@ use crate::rdma::{
     qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpLink, QpRequest, QpState, QpType},
     queue::{KernelRingProducer, UserProducerQueue},
     rxe_abi::{CreateQpResp, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
-    wc::{Completion, WcOpcode},
+    wc::{Completion, WcOpcode, WcStatus},
     wqe::{RecvWqe, SendWqe, WQE_ID_LEN},
 };
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irq,
     prelude::*,
@@ -86,6 +86,9 @@ pub(crate) struct SroceQp {
     /// The QP state (`QpState as u8`), readable without the mutex by
     /// kernel posting; written with the state under the mutex.
     state: AtomicU8,
+    /// A completion of this QP found its CQ overrun: the work item moves
+    /// the QP to the error state (see [`cq::post`]).
+    cq_overrun: AtomicBool,
 }
 
 impl SroceQp {
@@ -107,6 +110,15 @@ impl SroceQp {
     /// Locks the QP's state.
     pub(crate) fn lock(&self) -> MutexGuard<'_, QpInner> {
         self.inner.lock()
+    }
+
+    /// Notes that a CQ of the QP overran (callable with the QP locked or
+    /// from any context); the work item then moves the QP to the error
+    /// state.
+    pub(crate) fn cq_overrun(&self) {
+        if !self.cq_overrun.swap(true, Ordering::AcqRel) {
+            self.shared.schedule();
+        }
     }
 
     /// Publishes the state for kernel posting; call with the QP locked
@@ -235,6 +247,7 @@ pub(crate) fn create(
                 max_inline: 0,
             },
             state: AtomicU8::new(QpState::Reset as u8),
+            cq_overrun: AtomicBool::new(false),
         }),
         QpCreated { qpn, caps },
     ))
@@ -314,6 +327,21 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     drop(inner);
     qp.data().shared.schedule();
     Ok(())
+}
+
+/// Moves the QP to the error state if one of its CQs overran (an overrun
+/// CQ stays in the error state, so every later pass finds it so too),
+/// telling the owner with `IB_EVENT_QP_FATAL`. The work item calls it
+/// first, with the QP locked.
+pub(crate) fn check_cq_overrun(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    let d = qp.data();
+    if !d.cq_overrun.load(Ordering::Acquire) || inner.attrs.state == QpState::Err {
+        return;
+    }
+    inner.attrs.state = QpState::Err;
+    d.publish_state(QpState::Err);
+    rc::enter_error(qp, inner);
+    qp.report_fatal();
 }
 
 /// Checks value ranges the state table does not cover.
@@ -433,24 +461,44 @@ pub(crate) fn attrs(qp: &Qp<SroceDevice>) -> QpAttrs {
 /// a QP entering the error state must (IBTA 10.3.1): sends on the send CQ,
 /// receives on the receive CQ. Receives posted to a shared receive queue
 /// belong to the SRQ and stay.
+///
+/// At most what is pending when it starts (a ring's worth at most): a
+/// process that keeps advancing the producer index cannot hold the QP's
+/// lock here. What it posts later is flushed by its next doorbell.
 pub(crate) fn flush(qp: &Qp<SroceDevice>, rings: &mut Rings) {
+    flush_failing(qp, rings, None);
+}
+
+/// [`flush`], except that the send WQE at pending position `failed.0`
+/// completes with the status `failed.1`: a WQE that failed before the
+/// requester took it (IBTA: it completes with its error, the rest flush).
+pub(crate) fn flush_failing(
+    qp: &Qp<SroceDevice>,
+    rings: &mut Rings,
+    failed: Option<(u32, WcStatus)>,
+) {
     let qpn = qp.data().qpn;
     let mut buf = [0u8; WQE_ID_LEN];
     // Each slot goes back before its completion is visible: the process
     // may post into it as soon as it polls the completion.
-    while let Ok(n) = rings.send.copy_oldest(&mut buf) {
+    for i in 0..rings.send.pending() {
+        let Ok(n) = rings.send.copy_oldest(&mut buf) else {
+            break;
+        };
         rings.send.retire();
         if let Ok((wr_id, opcode)) = SendWqe::id_and_completion(&buf[..n]) {
-            let _ = cq::post(
-                qp.send_cq(),
-                qp,
-                &Completion::flushed(wr_id, opcode, qpn),
-                false,
-            );
+            let mut c = Completion::flushed(wr_id, opcode, qpn);
+            if let Some((_, status)) = failed.filter(|&(at, _)| at == i) {
+                c.status = status;
+            }
+            let _ = cq::post(qp.send_cq(), qp, &c, false);
         }
     }
     if let Some(recv) = rings.recv.as_mut() {
-        while let Ok(n) = recv.copy_oldest(&mut buf) {
+        for _ in 0..recv.pending() {
+            let Ok(n) = recv.copy_oldest(&mut buf) else {
+                break;
+            };
             recv.retire();
             if let Ok(wr_id) = RecvWqe::id(&buf[..n]) {
                 let c = Completion::flushed(wr_id, WcOpcode::Recv, qpn);

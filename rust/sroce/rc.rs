@@ -295,6 +295,10 @@ pub(crate) struct RcState {
     taken: u32,
     /// A WQE that failed locally and the status it completes with.
     local_error: Option<(u32, WcStatus)>,
+    /// The status of the last WQE taken from the ring, which failed before
+    /// the requester saw it (malformed, or refused by the requester): it
+    /// completes with this status when the QP enters the error state.
+    unposted_error: Option<WcStatus>,
     /// The receive WQE of the SEND being received.
     recv: Option<RecvWqe>,
     /// Staging for one packet's payload.
@@ -361,6 +365,7 @@ impl RcState {
                 next_tag: 0,
                 taken: 0,
                 local_error: None,
+                unposted_error: None,
                 recv: None,
                 scratch,
                 timers: RcTimers::new(a.timeout),
@@ -422,6 +427,7 @@ fn run(qp: &Qp<SroceDevice>) {
     let counters = &qp.device().data().io.counters;
     let mut guard = qp.data().lock();
     let inner = &mut *guard;
+    super::qp::check_cq_overrun(qp, inner);
     // QP1 (GSI) is a UD QP with a fixed number.
     if matches!(inner.attrs.qp_type, Some(QpType::Ud | QpType::Gsi)) {
         super::ud::run(qp, inner, shared);
@@ -913,7 +919,10 @@ fn needs_recv(rc: &RcState, req: &Request) -> bool {
 /// Takes the next WQE of the shared queue for `rc`; false if it is empty.
 /// A WQE that does not parse completes in error and the next is tried.
 fn take_from_srq(qp: &Qp<SroceDevice>, srq: &Srq<SroceDevice>, rc: &mut RcState) -> bool {
-    loop {
+    // Malformed WQEs complete with an error and the next one is tried, at
+    // most a ring's worth: a process that keeps advancing the producer
+    // index over garbage gets "no receive" (an RNR NAK), not a worker.
+    for _ in 0..=super::srq::capacity(srq) {
         match super::srq::take(srq) {
             Taken::Empty => return false,
             Taken::Wqe(w) => {
@@ -929,6 +938,7 @@ fn take_from_srq(qp: &Qp<SroceDevice>, srq: &Srq<SroceDevice>, rc: &mut RcState)
             }
         }
     }
+    false
 }
 
 /// Completes the receive WQE a request used, if the message ended (or
@@ -1165,6 +1175,16 @@ fn fail_local(rc: &mut RcState, tag: u32, status: WcStatus) {
     rc.sq.set_error();
 }
 
+/// The WQE just taken from the ring failed before the requester took it:
+/// the QP goes to the error state, and that WQE completes with `status`
+/// (the ones before it and after it flush).
+fn fail_unposted(rc: &mut RcState, status: WcStatus) {
+    if rc.unposted_error.is_none() {
+        rc.unposted_error = Some(status);
+    }
+    rc.sq.set_error();
+}
+
 /// Performs the local operation `tag` (fast registration or local
 /// invalidate) on a region of the QP's PD; `LocQpOpErr` if it is refused,
 /// as rxe reports it.
@@ -1256,7 +1276,7 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                 Ok(v) => v,
                 Err(_) => {
                     post_taken(rc, tag, None);
-                    fail_local(rc, tag, WcStatus::LocQpOpErr);
+                    fail_unposted(rc, WcStatus::LocQpOpErr);
                     break;
                 }
             };
@@ -1275,7 +1295,7 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             });
             if posted.is_err() {
                 post_taken(rc, tag, Some(wqe));
-                fail_local(rc, tag, WcStatus::LocLenErr);
+                fail_unposted(rc, WcStatus::LocLenErr);
                 break;
             }
             post_taken(rc, tag, Some(wqe));
@@ -1456,6 +1476,12 @@ pub(crate) fn enter_error(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         }
     }
     complete_sends(qp, inner);
+    // The failed WQE is the last one taken: every one before it is still
+    // in the ring (taken, not completed) and flushes first.
+    let failed = inner
+        .rc
+        .as_ref()
+        .and_then(|rc| Some((rc.taken.checked_sub(1)?, rc.unposted_error?)));
     inner.rc = None;
-    super::qp::flush(qp, &mut inner.rings);
+    super::qp::flush_failing(qp, &mut inner.rings, failed);
 }

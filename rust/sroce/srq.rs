@@ -51,6 +51,12 @@ pub(crate) enum Taken {
     Malformed(u64),
 }
 
+/// Usable slots of `srq`'s ring: a bound for loops over its WQEs that
+/// does not depend on the producer index the process writes.
+pub(crate) fn capacity(srq: &Srq<SroceDevice>) -> u32 {
+    srq.data().inner.lock().ring.capacity()
+}
+
 /// Takes the oldest posted WQE of `srq`: copied out and its slot handed
 /// back to the process at once, as a NIC does, so no other QP can take it.
 /// Raises the limit event (once, then disarmed) when fewer WQEs than the

@@ -50,8 +50,8 @@ pub(crate) fn run(qp: &Qp<SroceDevice>, inner: &mut QpInner, shared: &Arc<QpShar
         pkt.consume();
     }
     shared.return_batch(batch);
-    if inner.attrs.state == QpState::Rts {
-        send(qp, inner);
+    if inner.attrs.state == QpState::Rts && send(qp, inner) {
+        shared.schedule();
     }
 }
 
@@ -62,11 +62,13 @@ fn max_payload(dev: &Device<SroceDevice>) -> usize {
         .map_or(256, |m| 128usize << (m as usize))
 }
 
-/// Sends every posted WQE, completing each (in order) as it goes.
-fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+/// Sends the WQEs posted when it starts (a ring's worth at most, so a
+/// process that keeps advancing the producer index cannot hold the QP's
+/// lock), completing each in order; true if more are pending now.
+fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
     let caps = inner.attrs.caps;
     let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
-    while inner.rings.send.pending() > 0 {
+    for _ in 0..inner.rings.send.pending() {
         let parsed = inner.rings.send.copy_pending(0, &mut buf).and_then(|n| {
             SendWqe::parse(
                 &buf[..n],
@@ -106,10 +108,12 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         if status != WcStatus::Success {
             // A send error moves the QP to the error state; the rest flush.
             inner.attrs.state = QpState::Err;
+            qp.data().publish_state(QpState::Err);
             qp::flush(qp, &mut inner.rings);
-            return;
+            return false;
         }
     }
+    inner.rings.send.pending() > 0
 }
 
 /// Builds and sends the packet of one UD send WQE.
@@ -128,8 +132,19 @@ fn send_one(
         return Err(WcStatus::LocLenErr);
     }
     let av = match w.ud.av {
-        Some(av) => av,
-        None => dev.data().ah(w.ud.ah_num).ok_or(WcStatus::LocQpOpErr)?,
+        // An address the process wrote into the WQE: its source GID is
+        // never taken from there, only from the device's table by index,
+        // so a packet cannot leave with an address the host does not own.
+        Some(mut av) => {
+            av.sgid = dev
+                .roce_v2_gid(PORT, av.sgid_index)
+                .ok_or(WcStatus::LocQpOpErr)?;
+            av
+        }
+        None => dev
+            .data()
+            .ah(w.ud.ah_num, qp.pd())
+            .ok_or(WcStatus::LocQpOpErr)?,
     };
     let qpn = qp.data().qpn();
     let base = io::Flow {

@@ -73,4 +73,71 @@ static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* ------------------------------------------------ raw access to the rings */
+#include <stdint.h>
+
+/*
+ * The header of a ring shared with the kernel (the rxe uverbs ABI's
+ * struct rxe_queue_buf); the slots follow it.
+ */
+struct ring_hdr {
+	uint32_t log2_elem_size;
+	uint32_t index_mask;
+	uint32_t pad_1[30];
+	uint32_t producer_index;
+	uint32_t pad_2[31];
+	uint32_t consumer_index;
+	uint32_t pad_3[31];
+};
+
+static inline void *ring_slot(struct ring_hdr *r, uint32_t i)
+{
+	return (uint8_t *)(r + 1) + ((size_t)(i & r->index_mask) << r->log2_elem_size);
+}
+
+struct mapping {
+	uintptr_t start, end;
+};
+
+/* The process's mappings of /dev/infiniband/uverbs*. */
+static inline int uverbs_maps(struct mapping *m, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (!strstr(line, "uverbs") || sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		m[n].start = s;
+		m[n].end = e;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * The first uverbs mapping that is not in before[0..nb): the ring a verb
+ * just mapped (a QP with an SRQ maps one ring of its own, its send ring).
+ */
+static inline struct ring_hdr *new_ring(const struct mapping *before, int nb)
+{
+	struct mapping after[64];
+	int na = uverbs_maps(after, 64), i, j;
+
+	for (i = 0; i < na; i++) {
+		for (j = 0; j < nb; j++)
+			if (after[i].start == before[j].start)
+				break;
+		if (j == nb)
+			return (struct ring_hdr *)after[i].start;
+	}
+	return NULL;
+}
+
 #endif
