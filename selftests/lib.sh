@@ -487,6 +487,28 @@ wait_listen() {
 	done
 }
 
+# wait_cm_listen COMM [SECONDS=20]: wait until process COMM (the last
+# bg_in server) has an rdma_cm ID listening. A connection request that
+# comes earlier is rejected by the IB CM with "invalid service ID" (reject
+# reason 8, RDMA_CM_EVENT_REJECTED with status 8): a fixed sleep loses
+# that race on a slow VM. Fails early if the server exits.
+wait_cm_listen() {
+	local comm=$1 deadline=$((SECONDS + ${2:-20})) rc=0
+	while :; do
+		if rdma resource show cm_id 2>/dev/null |
+			awk -v c="comm $comm" '/state LISTEN/ && (index($0, c " ") || substr($0, length($0) - length(c) + 1) == c) { found = 1 } END { exit !found }'; then
+			return 0
+		fi
+		if [[ -n $BG_PID ]] && ! kill -0 "$BG_PID" 2>/dev/null; then
+			wait "$BG_PID" 2>/dev/null || rc=$?
+			sed 's/^/#   /' "$BG_LOG"
+			fail "'$BG_CMD' exited with status $rc before listening: $(tail -n 3 "$BG_LOG" | tr '\n' ' ')"
+		fi
+		((SECONDS < deadline)) || fail "no rdma_cm listener of $comm after ${2:-20} s: $(rdma resource show cm_id 2>&1 | tr '\n' ';')"
+		sleep 0.2
+	done
+}
+
 # run_pair SRV_NS "SRV_CMD" CLI_NS "CLI_CMD" [PORT]: the usual rdma-core /
 # perftest server+client dance: start the server, wait for its TCP
 # listener, run the client (60 s limit); both must succeed. Outputs are in
@@ -561,7 +583,7 @@ _lost_last_ack() {
 
 # cm_run_pair SRV_NS "SRV_CMD" CLI_NS "CLI_CMD": an rdma_cm server and
 # client (60 s); both must succeed. rdma_cm servers do not listen on TCP:
-# the client starts after a moment instead. Sets CLIENT_OUT.
+# the client starts once the server's rdma_cm ID listens. Sets CLIENT_OUT.
 cm_run_pair() {
 	local sns=$1 scmd=$2 cns=$3 ccmd=$4 srv rc=0
 	local -a sarr carr
@@ -569,7 +591,7 @@ cm_run_pair() {
 	read -ra carr <<<"$ccmd"
 	bg_in "$sns" "$TEST_TMP/server.log" timeout 90 "${sarr[@]}"
 	srv=$BG_PID
-	sleep 2
+	wait_cm_listen "${sarr[0]##*/}"
 	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
 	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
