@@ -17,6 +17,8 @@
 #                      the kernel's rdma_rxe instead (to validate the tests)
 #   SROCE_VM_TIMEOUT   seconds for the whole VM run (default 1500)
 #   SROCE_TEST_TIMEOUT default per-test timeout in seconds (default 120)
+#   SROCE_TIMEOUT_SCALE multiplies every timeout (default 1; a debug
+#                      kernel, KASAN + lockdep under TCG, needs about 4)
 #   SROCE_VM_KVM=1     try KVM (default is TCG: nested KVM hangs here)
 #   SROCE_VM_MEM       guest memory (default 2G); SROCE_VM_CPUS (default 2)
 #   SROCE_KEEP=1       keep the results directory (logs) and print its path
@@ -39,7 +41,9 @@ KDIR=${KDIR:-$SROCE_CACHE/kernel}
 SROCE_KO=${SROCE_KO:-$repo/sroce.ko}
 [[ $SROCE_KO == /* ]] || SROCE_KO=$PWD/$SROCE_KO
 SROCE_TESTS_TYPE=${SROCE_TESTS_TYPE:-sroce}
-vm_timeout=${SROCE_VM_TIMEOUT:-1500}
+scale=${SROCE_TIMEOUT_SCALE:-1}
+[[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "SROCE_TIMEOUT_SCALE must be a positive integer" >&2; exit 2; }
+vm_timeout=${SROCE_VM_TIMEOUT:-$((1500 * scale))}
 test_timeout=${SROCE_TEST_TIMEOUT:-120}
 
 summary_fail() {
@@ -93,7 +97,7 @@ guest_script=$here/vm-main.sh
 # read-only at the same paths, plus $results read-write.
 guest_cmd=$(printf '%q ' env \
 	SROCE_RESULTS="$results" SROCE_KO="$SROCE_KO" RXE_KO="$rxe_ko" SROCE_KDIR="$KDIR" \
-	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" SROCE_VM_REBOOT=1 \
+	SROCE_TESTS_TYPE="$SROCE_TESTS_TYPE" SROCE_TEST_TIMEOUT="$test_timeout" SROCE_TIMEOUT_SCALE="$scale" SROCE_VM_REBOOT=1 \
 	SROCE_BIN="$bin" SROCE_BENCH_ITERS="${SROCE_BENCH_ITERS:-100}" \
 	SROCE_BENCH_RATE="${SROCE_BENCH_RATE:-40mbit}" SROCE_BENCH_SECS="${SROCE_BENCH_SECS:-8}" \
 	bash "$guest_script" "$@")

@@ -24,7 +24,7 @@ mkdir -p "$results"
 rm -f "$results/done" "$results/current"
 
 # Kernel log lines that fail the test during which they appear.
-bad_klog='WARNING:|BUG:|Oops|Call Trace|refcount_t|general protection|kernel BUG|UBSAN|KASAN|panicked|rust_panic|[Ll]eak'
+bad_klog='WARNING:|BUG:|Oops|Call Trace|refcount_t|general protection|kernel BUG|UBSAN|KASAN|panicked|rust_panic|[Ll]eak|blocked for more than'
 
 say() { printf '%s\n' "$*"; }
 
@@ -99,7 +99,7 @@ run_one() {
 	name=$(basename "$t" .sh)
 	log=$results/$name.log
 	tmo=$(sed -n '1,20s/^# timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n1)
-	tmo=${tmo:-$default_timeout}
+	tmo=$((${tmo:-$default_timeout} * ${SROCE_TIMEOUT_SCALE:-1}))
 	token="sroce-selftest: begin $name $$.$RANDOM"
 	echo "$token" >/dev/kmsg 2>/dev/null || true
 	echo "$name" >"$results/current"

@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
 # Builds the test kernel sroce runs on: Debian's linux-source-7.3, configured
-# from tinyconfig + kvm_guest.config + kconfig/sroce.config. The tree is
-# cached under $SROCE_CACHE keyed by kernel version and config hash, so a
-# repeat run is free and a changed fragment gets a fresh build.
+# from tinyconfig + kvm_guest.config + kconfig/sroce.config (+ kconfig/
+# debug.config, built with LLVM, when SROCE_DEBUG_KERNEL=1). The tree is
+# cached under $SROCE_CACHE keyed by kernel version, config and toolchain, so
+# a repeat run is free and a changed fragment gets a fresh build.
 # Prints the kernel tree's path on stdout.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$SROCE_CACHE/dl"
 fragment="$SROCE_ROOT/kconfig/sroce.config"
+link=kernel
+if [[ $SROCE_DEBUG_KERNEL == 1 ]]; then
+	# One fragment file, so the key and the check below see both.
+	fragment="$SROCE_CACHE/debug-kernel.config"
+	cat "$SROCE_ROOT/kconfig/sroce.config" "$SROCE_ROOT/kconfig/debug.config" >"$fragment"
+	link=kernel-debug
+fi
 
 private_apt_setup
 pkgver=$(private_apt apt-cache policy "$SROCE_KPKG" | awk '/Candidate:/ {print $2}')
 [[ -n $pkgver && $pkgver != "(none)" ]] || die "$SROCE_KPKG not found in $SROCE_KSUITE"
-key=$( { echo "$pkgver"; cat "$fragment"; sed -n '/^# config-key-begin/,/^# config-key-end/p' "$0"; } | sha256sum | cut -c1-16)
+key=$( { echo "$pkgver"; [[ -z ${LLVM:-} ]] || echo "LLVM=$LLVM"; cat "$fragment"; sed -n '/^# config-key-begin/,/^# config-key-end/p' "$0"; } | sha256sum | cut -c1-16)
 tree="$SROCE_CACHE/linux-$pkgver-$key"
 tree=${tree//\~/_}; tree=${tree//+/_}
 
 if [[ -f $tree/.sroce-built ]]; then
-	ln -sfn "$tree" "$SROCE_CACHE/kernel"
+	ln -sfn "$tree" "$SROCE_CACHE/$link"
 	echo "$tree"
 	exit 0
 fi
@@ -62,6 +70,6 @@ done <"$fragment"
 
 make -s -j"$(nproc)" bzImage modules
 touch .sroce-built
-ln -sfn "$tree" "$SROCE_CACHE/kernel"
+ln -sfn "$tree" "$SROCE_CACHE/$link"
 log "kernel ready: $tree"
 echo "$tree"

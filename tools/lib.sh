@@ -7,6 +7,13 @@ SROCE_CACHE=${SROCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sroce}
 SROCE_KPKG=${SROCE_KPKG:-linux-source-7.3}
 SROCE_KSUITE=${SROCE_KSUITE:-trixie-backports}
 SROCE_MIRROR=${SROCE_MIRROR:-http://deb.debian.org/debian}
+# SROCE_DEBUG_KERNEL=1: the KASAN + lockdep kernel, built (with sroce.ko)
+# by clang, since the kernel allows Rust with KASAN only when CC is clang.
+SROCE_DEBUG_KERNEL=${SROCE_DEBUG_KERNEL:-0}
+export SROCE_DEBUG_KERNEL
+if [[ $SROCE_DEBUG_KERNEL == 1 ]]; then
+	export LLVM=${LLVM:--19}
+fi
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
 export PATH="$HOME/.cargo/bin:$PATH"
 

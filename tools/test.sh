@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # All tests: host tests of the protocol core, lint gates on the kernel
 # module, then the VM selftests. Last line: "total: N passed, N failed".
+#
+# --debug-kernel: the same against a KASAN + lockdep kernel (kconfig/
+# debug.config), built with clang (LLVM=-19, as Rust with KASAN requires)
+# and cached apart from the normal one; sroce.ko is built with clang too,
+# every timeout is scaled by 4, and any KASAN, lockdep or other kernel
+# report fails the test that caused it.
 set -uo pipefail
+case ${1:-} in
+--debug-kernel) export SROCE_DEBUG_KERNEL=1 SROCE_TIMEOUT_SCALE=${SROCE_TIMEOUT_SCALE:-4} ;;
+"") ;;
+*) echo "usage: $0 [--debug-kernel]" >&2; exit 2 ;;
+esac
 . "$(dirname "$0")/lib.sh"
 cd "$SROCE_ROOT"
 
