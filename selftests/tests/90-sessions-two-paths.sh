@@ -160,6 +160,7 @@ log "w1-w2 cut (netem loss 100%)"
 sleep 4
 list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 during the cut:"$'\n'"$list"
+[[ -n $list ]] || log "no sessions; the QP: $(rdma -dd resource show qp link sroce2/1 2>&1)"
 assert_match "$list" " (down|probing) policy" "a session is down while its link is cut"
 for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
 log "w1-w2 restored"
