@@ -15,7 +15,7 @@
 #   SROCE_KO           module under test (default <repo>/sroce.ko)
 #   SROCE_TESTS_TYPE   sroce (default) or rxe: run the generic tests against
 #                      the kernel's rdma_rxe instead (to validate the tests)
-#   SROCE_VM_TIMEOUT   seconds for the whole VM run (default 1500)
+#   SROCE_VM_TIMEOUT   seconds for the whole VM run (default 2400)
 #   SROCE_TEST_TIMEOUT default per-test timeout in seconds (default 120)
 #   SROCE_TIMEOUT_SCALE multiplies every timeout (default 1; a debug
 #                      kernel, KASAN + lockdep under TCG, needs about 4)
@@ -43,7 +43,7 @@ SROCE_KO=${SROCE_KO:-$repo/sroce.ko}
 SROCE_TESTS_TYPE=${SROCE_TESTS_TYPE:-sroce}
 scale=${SROCE_TIMEOUT_SCALE:-1}
 [[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "SROCE_TIMEOUT_SCALE must be a positive integer" >&2; exit 2; }
-vm_timeout=${SROCE_VM_TIMEOUT:-$((1500 * scale))}
+vm_timeout=${SROCE_VM_TIMEOUT:-$((2400 * scale))}
 test_timeout=${SROCE_TEST_TIMEOUT:-120}
 
 summary_fail() {

@@ -98,7 +98,9 @@ run_one() {
 	local t=$1 name tmo token log rc status reason kbad cl
 	name=$(basename "$t" .sh)
 	log=$results/$name.log
-	tmo=$(sed -n '1,20s/^# timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n1)
+	# Anywhere in the header comment (the lines before the first that is
+	# not a comment), however long it is.
+	tmo=$(awk '!/^#/ { exit } /^# timeout: *[0-9]+/ { sub(/^# timeout: */, ""); print $1 + 0; exit }' "$t")
 	tmo=$((${tmo:-$default_timeout} * ${SROCE_TIMEOUT_SCALE:-1}))
 	token="sroce-selftest: begin $name $$.$RANDOM"
 	echo "$token" >/dev/kmsg 2>/dev/null || true

@@ -7,7 +7,7 @@
 # RC replies (ACKs, READ responses, atomic responses) must still find their
 # way back. Each case: ibv_rc_pingpong, ibv_ud_pingpong, and verbs_data
 # (RC WRITE, READ, atomics, SEND, SRQ and the error completions).
-# timeout: 900
+# timeout: 480
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
