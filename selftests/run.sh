@@ -113,6 +113,9 @@ guest_cmd=$(printf '%q ' env \
 vng_cmd=(vng --verbose --run "$bzimage" --cpus "${SROCE_VM_CPUS:-2}" --memory "${SROCE_VM_MEM:-2G}"
 	--append ib_core.force_mr=1
 	--rwdir "$results" --cwd "$tmp" --exec "$guest_cmd")
+# A KASAN kernel reports only its first bad access unless told otherwise;
+# each test should see its own report.
+grep -qx 'CONFIG_KASAN=y' "$KDIR/.config" 2>/dev/null && vng_cmd+=(--append kasan_multi_shot)
 if [[ ${SROCE_VM_KVM:-0} == 1 && -w /dev/kvm ]]; then
 	accel=kvm
 else
