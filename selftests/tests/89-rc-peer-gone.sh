@@ -25,6 +25,7 @@ start_pair() {
 	CLI=$BG_PID
 	sleep 3
 	kill -0 "$CLI" 2>/dev/null || fail "client ended early: $(cat "$TEST_TMP/client.log")"
+	kill -0 "$SRV" 2>/dev/null || fail "server ended early: $(cat "$TEST_TMP/server.log")"
 }
 
 # expect_retry_exceeded WHAT: the client fails with the transport retry
@@ -79,7 +80,11 @@ still_works "the link came back"
 log "case 2: the server process (and its QP) is killed"
 start_pair
 hide_server_fin
-kill -9 "$SRV"
+kill -9 "$SRV" 2>/dev/null || {
+	rc=0
+	wait "$SRV" || rc=$?
+	fail "server ended (status $rc) before it was killed: $(tr '\n' ' ' <"$TEST_TMP/server.log"); client: $(tr '\n' ' ' <"$TEST_TMP/client.log"); kernel: $(dmesg | tail -n 20 | tr '\n' ' ')"
+}
 expect_retry_exceeded "the peer QP was destroyed"
 show_server_fin
 still_works "the peer QP was destroyed"
