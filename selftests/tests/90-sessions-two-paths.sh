@@ -24,14 +24,74 @@ g1=$G1 g2=$G2
 log "GID index of 10.77.9.1 on sroce1: $g1, of 10.77.9.2 on sroce2: $g2"
 
 tx() { in_ns "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
-# start_write_bw SECS: an RDMA WRITE stream of SECS seconds from h2 to h1
-# in the background; sets SRV and CLI to the two processes.
-start_write_bw() {
-	bg_in h1 "$TEST_TMP/server.log" ib_write_bw -d sroce1 -x "$g1" -D "$1" -s 65536 -F
+# A perftest stream from h2 to h1 (TOOL ARGS: e.g. ib_write_bw -s 65536)
+# in the background that reports every 2 s and runs until end_stream, so
+# whatever a test does meanwhile happens while data moves, however slow the
+# machine; sets SRV and CLI to the two processes. It returns once the
+# client reported a first interval.
+start_stream() {
+	bg_in h1 "$TEST_TMP/server.log" "$@" -d sroce1 -x "$g1" -D 2 --run_infinitely -F
 	SRV=$BG_PID
 	wait_listen h1 "$OOB_PORT"
-	bg_in h2 "$TEST_TMP/client.log" ib_write_bw -d sroce2 -x "$g2" -D "$1" -s 65536 -F 10.77.9.1
+	bg_in h2 "$TEST_TMP/client.log" "$@" -d sroce2 -x "$g2" -D 2 --run_infinitely -F 10.77.9.1
 	CLI=$BG_PID
+	wait_report 1
+}
+start_write_bw() { start_stream ib_write_bw -s 65536; }
+# reports: how many interval reports the stream's client printed.
+reports() {
+	grep -cE '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+' "$TEST_TMP/client.log" || true
+}
+# stream_failed WHAT: the stream's client exited by itself (an error
+# completion, a retry error): fails with its status and output.
+stream_failed() {
+	local rc=0
+	wait "$CLI" || rc=$?
+	kill -9 "$SRV" 2>/dev/null || true
+	wait "$SRV" 2>/dev/null || true
+	sed 's/^/#   /' "$TEST_TMP/client.log"
+	fail "the stream's client exited ($rc) $1"
+}
+# wait_report N WHAT: until the client printed N interval reports.
+wait_report() {
+	local deadline=$((SECONDS + 60))
+	while (($(reports) < $1)); do
+		kill -0 "$CLI" 2>/dev/null || stream_failed "before its report $1 ($2)"
+		((SECONDS < deadline)) || fail "no report $1 from the stream's client in 60 s ($2)"
+		sleep 0.1
+	done
+}
+# sessions_until ERE WHAT: sroce2's session list, in LIST, once a line
+# matches ERE (or after 30 s) while the stream runs.
+sessions_until() {
+	local deadline=$((SECONDS + 30))
+	while LIST=$(in_h2 "$SROCE" session show sroce2) && ! grep -qE -- "$1" <<<"$LIST"; do
+		kill -0 "$CLI" 2>/dev/null || stream_failed "$2"
+		((SECONDS < deadline)) || break
+		sleep 0.2
+	done
+}
+# end_stream WHAT: checks that the stream still runs, waits until it moved
+# data over w2 (at most 30 s; DW is the packets h2 sent there meanwhile)
+# and reported a further interval with data moved, then stops both sides.
+end_stream() {
+	local w0 n deadline=$((SECONDS + 30))
+	kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
+	w0=$(tx h2 w2)
+	n=$(reports)
+	while DW=$(($(tx h2 w2) - w0)) && ((DW <= 100 && SECONDS < deadline)); do
+		kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
+		sleep 0.2
+	done
+	wait_report $((n + 1)) "$1"
+	LAST_REPORT=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+' "$TEST_TMP/client.log" | tail -n 1)
+	kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
+	kill "$CLI" 2>/dev/null || true
+	wait "$CLI" 2>/dev/null || true
+	kill -9 "$SRV" 2>/dev/null || true
+	wait "$SRV" 2>/dev/null || true
+	log "the stream's last report ($1): $LAST_REPORT"
+	[[ $(awk '{ print $4 }' <<<"$LAST_REPORT") != 0.00 ]] || fail "the stream moved no data in its last interval ($1)"
 }
 # held_ports: UDP sockets bound in h2 in the session port range (ss's
 # socket dump is retried: it can be cut short while sockets close).
@@ -43,17 +103,6 @@ held_ports() {
 		sleep 0.2
 	done
 	awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535' <<<"$out" | wc -l
-}
-# end_write_bw: waits for start_write_bw's client and stops its server;
-# sets RC (the client's status) and DW (packets h2 sent on w2 meanwhile).
-end_write_bw() {
-	local w0
-	w0=$(tx h2 w2)
-	RC=0
-	wait "$CLI" || RC=$?
-	DW=$(($(tx h2 w2) - w0))
-	kill -9 "$SRV" 2>/dev/null || true
-	wait "$SRV" 2>/dev/null || true
 }
 group() { # POLICY GUARD: both devices, for QPs connected from now on
 	local d
@@ -102,8 +151,7 @@ log "client's packets: v2 +$dv, w2 +$dw"
 # with the device default of one session and gets two, on both links.
 group hash on
 for d in sroce1 sroce2; do assert_ok "$SROCE" dev set "$d" group-size 1; done
-start_write_bw 20
-sleep 3
+start_write_bw
 list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 before qp set:"$'\n'"$list"
 assert_eq "$(wc -l <<<"$list")" 1 "one session before qp set"
@@ -133,16 +181,12 @@ log "rdma -dd resource show qp lqpn $qpn: $res"
 assert_match "$res" "session_group_size 2" "rdma resource show qp: group size"
 assert_match "$res" "session_policy round-robin" "rdma resource show qp: policy"
 ((dv > 500 && dw > 500)) || fail "after qp set the QP did not use both links (v2 +$dv, w2 +$dw)"
-rc=0
-wait "$CLI" || rc=$?
-kill -9 "$SRV" 2>/dev/null || true
-wait "$SRV" 2>/dev/null || true
-((rc == 0)) || fail "ib_write_bw failed ($rc) across qp set: $(cat "$TEST_TMP/client.log")"
+end_stream "ib_write_bw across qp set"
 group round-robin off
 
 # The extra session's source port is held while the QP lives.
-start_write_bw 14
-sleep 3
+start_write_bw
+sleep 1
 ports=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535 { print p }' | sort -u)
 log "held UDP ports in h2's range: ${ports//$'\n'/ }"
 [[ -n $ports ]] || fail "no session port is held in 61000-65535"
@@ -157,19 +201,13 @@ assert_fails_with "Address already in use" in_ns h2 python3 -c \
 # Cut the w link both ways mid-transfer, then restore it.
 for n in 1 2; do in_ns "h$n" tc qdisc add dev "w$n" root netem loss 100%; done
 log "w1-w2 cut (netem loss 100%)"
-sleep 4
-list=$(in_h2 "$SROCE" session show sroce2)
-log "sessions of sroce2 during the cut:"$'\n'"$list"
-[[ -n $list ]] || log "no sessions; the QP: $(rdma -dd resource show qp link sroce2/1 2>&1)"
-assert_match "$list" " (down|probing) policy" "a session is down while its link is cut"
+sessions_until " (down|probing) policy" "during the cut"
+log "sessions of sroce2 during the cut:"$'\n'"$LIST"
+assert_match "$LIST" " (down|probing) policy" "a session is down while its link is cut"
 for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
 log "w1-w2 restored"
-sleep 1
-end_write_bw
-rc=$RC dw=$DW
-sed 's/^/#   /' "$TEST_TMP/client.log"
-((rc == 0)) || fail "ib_write_bw failed ($rc) although one link stayed up"
-assert_match "$(cat "$TEST_TMP/client.log")" '^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "ib_write_bw across the cut"
+end_stream "ib_write_bw across the cut, although one link stayed up"
+dw=$DW
 log "w2 carried $dw packets after the link came back"
 ((dw > 100)) || fail "traffic did not return to the restored link (w2 +$dw)"
 after=$(held_ports)
@@ -179,14 +217,13 @@ assert_eq "$after" 0 "session ports released with the QPs"
 # end loses carrier) mid-transfer: the link event marks the sessions on it
 # down at once and the unacknowledged requests are resent on the other
 # link without waiting for a timeout; traffic returns when it is back up.
-start_write_bw 16
-sleep 3
+start_write_bw
+sleep 1
 in_ns h2 ip link set w2 down
 log "w2 down"
-sleep 2
-list=$(in_h2 "$SROCE" session show sroce2)
-log "sessions of sroce2 with w2 down:"$'\n'"$list"
-assert_match "$list" " (down|probing) policy" "a session is down while its link is down"
+sessions_until " (down|probing) policy" "with w2 down"
+log "sessions of sroce2 with w2 down:"$'\n'"$LIST"
+assert_match "$LIST" " (down|probing) policy" "a session is down while its link is down"
 res=$(rdma -dd resource show qp link sroce2/1 2>&1 || true)
 fo=$(grep -oE 'last_failover_us [0-9]+' <<<"$res" | awk '{ print $2 }' | sort -n | tail -n 1)
 [[ -n $fo ]] || fail "no failover time reported in rdma -dd resource show qp: $res"
@@ -194,10 +231,8 @@ fo=$(grep -oE 'last_failover_us [0-9]+' <<<"$res" | awk '{ print $2 }' | sort -n
 log "failover after the link went down took $((fo / 1000)) ms (3 x RTO = 201 ms)"
 in_ns h2 ip link set w2 up
 log "w2 up"
-sleep 2
-end_write_bw
-rc=$RC dw=$DW
-((rc == 0)) || fail "ib_write_bw failed ($rc) across a link going down: $(cat "$TEST_TMP/client.log")"
+end_stream "ib_write_bw across a link going down"
+dw=$DW
 log "w2 carried $dw packets after it came back up"
 ((dw > 100)) || log "diagnostics: $(in_ns h2 ip route show 10.77.9.1 | tr '\n' ' ') sessions: $(in_h2 "$SROCE" session show sroce2 | tr '\n' ' ')"
 ((dw > 100)) || fail "traffic did not return to the link that came back (w2 +$dw)"
@@ -206,19 +241,16 @@ log "w2 carried $dw packets after it came back up"
 for d in sroce1 sroce2; do
 	assert_ok "$SROCE" dev set "$d" group-size 64 policy round-robin reorder-guard off
 done
-start_write_bw 6
-sleep 3
-list=$(in_h2 "$SROCE" session show sroce2)
+start_write_bw
+# Round-robin per message: every session carries a message within 64.
+sessions_until "^sroce2 qp [0-9]+ session 63 .* tx [1-9]" "over 64 sessions"
+list=$LIST
 held=$(held_ports)
 log "64-session group: $(wc -l <<<"$list") sessions listed, $(awk '{ print $6 }' <<<"$list" | sort -u | wc -l) distinct 5-tuples, $held ports held in h2"
 assert_eq "$(wc -l <<<"$list")" 64 "64 sessions listed"
 assert_eq "$(awk '{ print $6 }' <<<"$list" | sort -u | wc -l)" 64 "64 distinct 5-tuples"
 assert_eq "$held" 63 "63 extra-session ports held in h2"
-rc=0
-wait "$CLI" || rc=$?
-kill -9 "$SRV" 2>/dev/null || true
-wait "$SRV" 2>/dev/null || true
-((rc == 0)) || fail "ib_write_bw over 64 sessions failed ($rc): $(cat "$TEST_TMP/client.log")"
+end_stream "ib_write_bw over 64 sessions"
 busy=$(awk '$12 == "tx" && $13 > 0' <<<"$list" | wc -l)
 log "sessions that carried packets: $busy of 64"
 ((busy >= 60)) || fail "round-robin used only $busy of 64 sessions"
@@ -230,19 +262,11 @@ for d in sroce1 sroce2; do
 	assert_ok "$SROCE" dev set "$d" group-size 2 policy round-robin reorder-guard off
 done
 v0=$(tx h2 v2) w0=$(tx h2 w2)
-bg_in h1 "$TEST_TMP/server.log" ib_send_bw -d sroce1 -x "$g1" -c UD -s 1024 -D 4 -F
-SRV=$BG_PID
-wait_listen h1 "$OOB_PORT"
-bg_in h2 "$TEST_TMP/client.log" ib_send_bw -d sroce2 -x "$g2" -c UD -s 1024 -D 4 -F 10.77.9.1
-CLI=$BG_PID
-sleep 3
+start_stream ib_send_bw -c UD -s 1024
+sleep 1
 list=$(in_h2 "$SROCE" session show sroce2)
 log "UD sessions of sroce2:"$'\n'"$list"
-rc=0
-wait "$CLI" || rc=$?
-kill -9 "$SRV" 2>/dev/null || true
-wait "$SRV" 2>/dev/null || true
-((rc == 0)) || fail "ib_send_bw -c UD over a two-session group failed ($rc): $(cat "$TEST_TMP/client.log")"
+end_stream "ib_send_bw -c UD over a two-session group"
 dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
 log "UD client's packets: v2 +$dv, w2 +$dw"
 n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]" <<<"$list" || true)
