@@ -35,7 +35,7 @@ start_stream() {
 	wait_listen h1 "$OOB_PORT"
 	bg_in h2 "$TEST_TMP/client.log" "$@" -d sroce2 -x "$g2" -D 2 --run_infinitely -F 10.77.9.1
 	CLI=$BG_PID
-	wait_report 1
+	wait_report 1 "its start"
 }
 start_write_bw() { start_stream ib_write_bw -s 65536; }
 # reports: how many interval reports the stream's client printed.
