@@ -1123,7 +1123,16 @@ fn on_response(
             rc.sessions.on_idle_ack(r.psn, now_us);
         }
     }
+    let oldest = rc.sq.oldest_tag();
     let action = go_back(rc, why, now, |sq| sq.on_response(&r));
+    if let (
+        Some(tag),
+        Action::Progress | Action::PlaceReadData { .. } | Action::AtomicResult { .. },
+    ) = (oldest, action)
+    {
+        let now_us = rc.now_us(now);
+        rc.sessions.on_partial_ack(tag, now_us);
+    }
     count_action(counters, &action);
     rc.timers.on_action(now, &action);
     match action {

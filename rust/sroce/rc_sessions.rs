@@ -339,17 +339,23 @@ impl<const W: usize> QpSessions<W> {
     /// Work request `tag` (`bytes` long) completed successfully.
     pub(crate) fn on_completed(&mut self, tag: u32, bytes: u32, now_us: u64) {
         let i = Self::slot(tag);
-        if let Some(since) = self.stalled_since_us.take() {
-            let took = now_us.saturating_sub(since);
-            self.last_failover_us = Some(took);
-            self.max_failover_us = self.max_failover_us.max(took);
-        }
-        self.last_progress_us = now_us;
+        self.progressed(now_us);
         let rtt = (!self.resent[i])
             .then(|| u32::try_from(now_us.saturating_sub(self.sent_us[i])).unwrap_or(u32::MAX));
         let _ = self
             .group
             .on_ack(SessionId(self.by_tag[i]), u64::from(bytes), rtt, now_us);
+    }
+
+    /// Acknowledgements (or READ responses) advanced inside the message
+    /// `tag`, still incomplete: the session that carried it delivers, so
+    /// its retries are refilled as by a completion (a long message is
+    /// acknowledged in parts, and a slow but steady one must not run out).
+    pub(crate) fn on_partial_ack(&mut self, tag: u32, now_us: u64) {
+        self.progressed(now_us);
+        let _ = self
+            .group
+            .on_progress(SessionId(self.by_tag[Self::slot(tag)]), now_us);
     }
 
     /// The requester goes back to its oldest unacknowledged request
@@ -372,6 +378,16 @@ impl<const W: usize> QpSessions<W> {
         }
         self.begin_round(a.resend_on.0);
         Ok(())
+    }
+
+    /// Traffic moved at `now_us`: a stall (if any) ended.
+    fn progressed(&mut self, now_us: u64) {
+        if let Some(since) = self.stalled_since_us.take() {
+            let took = now_us.saturating_sub(since);
+            self.last_failover_us = Some(took);
+            self.max_failover_us = self.max_failover_us.max(took);
+        }
+        self.last_progress_us = now_us;
     }
 
     /// Notes that traffic stalled on a session and moves to another; the

@@ -13,6 +13,11 @@
  *   thread moves the QP to ERR (which flushes the ring) and queries it:
  *   both return although the index never stops moving (the kernel's loops
  *   over the ring are bounded when they start, then yield).
+ * srq-spin: an RC QP whose receives come from an SRQ gets SENDs from a
+ *   second QP (RNR retries forever) while a thread keeps the SRQ's ring
+ *   full of receive WQEs that do not parse: every SEND retires a bounded
+ *   number of them in error and is answered "not ready"; destroying the
+ *   receiving QP returns although the index never stops moving.
  * ring-limit: run with a low RLIMIT_MEMLOCK and without CAP_IPC_LOCK:
  *   creating QPs with large queues stops with ENOMEM (the queues count as
  *   the process's pinned memory), and destroying them gives it back.
@@ -22,6 +27,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <rdma/rdma_user_rxe.h>
 #include <sys/resource.h>
 #include <stdint.h>
 #include <time.h>
@@ -249,6 +255,128 @@ static void ring_spin(int seconds)
 	ibv_dereg_mr(mr);
 }
 
+/* ------------------------------------------------------------- srq-spin */
+
+static struct ibv_qp *rc_qp(struct ibv_cq *cq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = srq ? 0 : 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	if (qp && ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				IBV_QP_ACCESS_FLAGS)) {
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* Keeps the SRQ's ring full of WQEs claiming more SGEs than it allows. */
+static void *spin_garbage(void *arg)
+{
+	struct ring_hdr *r = arg;
+	long end = now_ms() + spin_seconds * 1000L;
+	uint32_t i;
+
+	while (!spin_stop && now_ms() < end) {
+		uint32_t c = __atomic_load_n(&r->consumer_index, __ATOMIC_ACQUIRE);
+
+		for (i = 0; i <= r->index_mask; i++) {
+			struct rxe_recv_wqe *w = ring_slot(r, i);
+
+			w->wr_id = 0x5a5a0000 + i;
+			w->dma.num_sge = 0x10000;
+		}
+		__atomic_store_n(&r->producer_index, (c + r->index_mask) & r->index_mask,
+				 __ATOMIC_RELEASE);
+		spins++;
+	}
+	return NULL;
+}
+
+static void srq_spin(int seconds)
+{
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 4096, NULL, NULL, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct mapping before[64];
+	struct ibv_srq *srq;
+	struct ring_hdr *ring;
+	struct ibv_qp *sender, *receiver;
+	static uint8_t buf[4096];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 64 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	struct ibv_wc wc[64];
+	long errors = 0, others = 0, t0, t1, end;
+	pthread_t t;
+	int i, n, destroyed;
+
+	CHECK(scq && rcq && mr, "CQs, MR");
+	if (!scq || !rcq || !mr)
+		return;
+	sge.lkey = mr->lkey;
+	n = uverbs_maps(before, 64);
+	srq = ibv_create_srq(pd, &sa);
+	ring = srq ? new_ring(before, n) : NULL;
+	CHECK(ring != NULL, "SRQ of %u WRs and its ring's mapping", sa.attr.max_wr);
+	if (!ring)
+		return;
+	sender = rc_qp(scq, NULL);
+	receiver = rc_qp(rcq, srq);
+	CHECK(sender && receiver, "two RC QPs");
+	if (!sender || !receiver)
+		return;
+	CHECK(!rc_connect(sender, gid_index, &gid, receiver->qp_num, 1, 1, 1) &&
+	      !rc_connect(receiver, gid_index, &gid, sender->qp_num, 1, 1, 1),
+	      "connected to each other over GID %d", gid_index);
+	spin_seconds = seconds;
+	if (pthread_create(&t, NULL, spin_garbage, ring)) {
+		CHECK(0, "start the spinning thread");
+		return;
+	}
+	/* SENDs that find no usable receive: RNR NAKs, retried forever. */
+	for (i = 0; i < 8; i++)
+		ibv_post_send(sender, &wr, &bad);
+	end = now_ms() + seconds * 1000L / 4;
+	while (now_ms() < end) {
+		n = ibv_poll_cq(rcq, 64, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].status == IBV_WC_LOC_QP_OP_ERR && (wc[i].wr_id >> 16) == 0x5a5a)
+				errors++;
+			else
+				others++;
+		}
+	}
+	printf("# %ld receive WQEs retired in error in %d ms, %ld other completions\n", errors,
+	       seconds * 1000 / 4, others);
+	CHECK(errors > 0, "WQEs that do not parse complete with IBV_WC_LOC_QP_OP_ERR");
+	CHECK(others == 0, "no other receive completions");
+	t0 = now_ms();
+	destroyed = !ibv_destroy_qp(receiver);
+	t1 = now_ms();
+	printf("# destroying the receiving QP took %ld ms while the SRQ index kept moving\n",
+	       t1 - t0);
+	/* A liveness bound, as in ring-spin: the spinner stops by itself. */
+	CHECK(destroyed && !spin_stop && t1 - t0 < seconds * 1000L / 2,
+	      "the receiving QP was destroyed while the index kept moving");
+	spin_stop = 1;
+	pthread_join(t, NULL);
+	printf("# the spinner refilled the ring %ld times\n", (long)spins);
+	CHECK(!ibv_destroy_qp(sender), "destroy the sending QP");
+	CHECK(!ibv_destroy_srq(srq), "destroy the SRQ");
+	ibv_destroy_cq(scq);
+	ibv_destroy_cq(rcq);
+	ibv_dereg_mr(mr);
+}
+
 /* ----------------------------------------------------------- ring-limit */
 
 /*
@@ -298,7 +426,7 @@ int main(int argc, char **argv)
 	int seconds = argc > 4 ? atoi(argv[4]) : 5;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s cq-overrun|ring-spin|ring-limit DEV GID_INDEX [SECONDS]\n",
+		fprintf(stderr, "usage: %s cq-overrun|ring-spin|srq-spin|ring-limit DEV GID_INDEX [SECONDS]\n",
 			argv[0]);
 		return 2;
 	}
@@ -323,6 +451,8 @@ int main(int argc, char **argv)
 		cq_overrun(seconds);
 	else if (!strcmp(argv[1], "ring-spin"))
 		ring_spin(seconds);
+	else if (!strcmp(argv[1], "srq-spin"))
+		srq_spin(seconds);
 	else if (!strcmp(argv[1], "ring-limit"))
 		ring_limit();
 	else

@@ -6,7 +6,10 @@
 #     event and no kernel memory;
 #   - a thread that keeps a ring's producer index moving cannot keep the
 #     kernel in a loop over that ring: moving the QP to ERR (which flushes
-#     the ring) and querying it return meanwhile, and no task hangs;
+#     the ring) and querying it return meanwhile, and no task hangs; the
+#     same for an SRQ kept full of receive WQEs that do not parse, under
+#     SENDs that keep looking for a receive (each retires a bounded number
+#     in error), while the receiving QP is destroyed;
 #   - queues count as the process's pinned memory (RLIMIT_MEMLOCK): with
 #     a low limit and without CAP_IPC_LOCK, QP creation stops with ENOMEM.
 # timeout: 300
@@ -36,6 +39,7 @@ log "Slab: $slab0 kB before, $slab1 kB after 10 s of completions dropped on an o
 ((slab1 - slab0 < 32 * 1024)) || fail "slab grew by $(((slab1 - slab0) / 1024)) MB"
 
 run_prog ring-spin 30
+run_prog srq-spin 30
 if dmesg | grep -E 'blocked for more than|hung_task|soft lockup'; then
 	fail "a task hung while the ring index was moving"
 fi

@@ -616,6 +616,21 @@ impl<S: SessionStore> Group<S> {
         Ok(ev == HealthEvent::WentUp)
     }
 
+    /// Acknowledgements advanced inside a message last sent on `id` that
+    /// has not completed yet (a long message is acknowledged in parts):
+    /// progress on `id`, which refills its retries and clears its
+    /// timeouts as a completion does, so that a message delivered slowly
+    /// but steadily never runs out of them (as the transport's own retry
+    /// counter is reloaded by any forward progress). Returns `true` if the
+    /// session came back Up.
+    pub fn on_progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
+        let cfg = self.cfg.health;
+        let s = self.get_mut(id)?;
+        let ev = s.health.on_progress(now, &cfg);
+        s.count(ev);
+        Ok(ev == HealthEvent::WentUp)
+    }
+
     /// The reply to a duplicate probe of `id` arrived; returns `true` if
     /// the session came back Up.
     pub fn on_probe_reply(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
@@ -791,6 +806,27 @@ mod tests {
             g.on_timeout(SessionId(0), 300),
             Err(SessionError::RetryExceeded)
         );
+    }
+
+    #[test]
+    fn partial_progress_refills_retries() {
+        // retry_cnt 1, two sessions: timeouts separated by progress inside
+        // a long message never exhaust the budget; without progress the
+        // session on its own is exhausted after two.
+        let mut cfg = GroupConfig::DEFAULT;
+        cfg.health.retry_cnt = 1;
+        cfg.health.timeout_threshold = 9;
+        let mut g = SessionGroup::<2>::new(&cfg, &specs(2), 7, Some(100), 0).unwrap();
+        g.on_send(SessionId(0), 1 << 20, 1024, false, 0).unwrap();
+        for k in 1..50u64 {
+            assert!(g.on_timeout(SessionId(0), k * 200).is_ok());
+            g.on_progress(SessionId(0), k * 200 + 100).unwrap();
+        }
+        let s = g.session(SessionId(0)).unwrap();
+        assert!(s.health.is_up() && !s.health.is_exhausted());
+        assert!(g.on_timeout(SessionId(0), 20_000).is_ok());
+        assert!(g.on_timeout(SessionId(0), 20_200).is_ok());
+        assert!(g.session(SessionId(0)).unwrap().health.is_exhausted());
     }
 
     #[test]
