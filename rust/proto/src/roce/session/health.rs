@@ -28,7 +28,7 @@
 //! # Retry budget and `RETRY_EXC_ERR`
 //!
 //! Each session has its own copy of the QP's `retry_cnt`, refilled by ACK
-//! progress on that session. A timeout charged to a session with budget
+//! progress on that session (also inside a message not yet complete). A timeout charged to a session with budget
 //! left spends one retry; a timeout charged to a session whose budget is
 //! already 0 marks it *exhausted*. As in rxe, `retry_cnt == 7` never runs
 //! out. The QP fails a WR with `IB_WC_RETRY_EXC_ERR` only when **every**
