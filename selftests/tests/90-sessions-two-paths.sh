@@ -38,9 +38,12 @@ start_stream() {
 	wait_report 1 "its start"
 }
 start_write_bw() { start_stream ib_write_bw -s 65536; }
+# An interval report: bytes, iterations, peak, average, message rate
+# (separated by spaces and tabs).
+REPORT='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
 # reports: how many interval reports the stream's client printed.
 reports() {
-	grep -cE '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+' "$TEST_TMP/client.log" || true
+	grep -cE "$REPORT" "$TEST_TMP/client.log" || true
 }
 # stream_failed WHAT: the stream's client exited by itself (an error
 # completion, a retry error): fails with its status and output.
@@ -84,7 +87,7 @@ end_stream() {
 		sleep 0.2
 	done
 	wait_report $((n + 1)) "$1"
-	LAST_REPORT=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+' "$TEST_TMP/client.log" | tail -n 1)
+	LAST_REPORT=$(grep -E "$REPORT" "$TEST_TMP/client.log" | tail -n 1)
 	kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
 	kill "$CLI" 2>/dev/null || true
 	wait "$CLI" 2>/dev/null || true
