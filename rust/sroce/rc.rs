@@ -443,6 +443,10 @@ fn run(qp: &Qp<SroceDevice>) {
         return;
     }
     let now: Now = Instant::<Monotonic>::now();
+    // Responses that arrived before this pass come first: when the work
+    // item runs late (a busy machine), the ACKs waiting for it restart the
+    // transport timer instead of a spurious timeout resending everything.
+    let more = receive_batch(qp, inner, shared, now);
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         if rc.timers.expire(now, &mut rc.sq) {
@@ -451,10 +455,6 @@ fn run(qp: &Qp<SroceDevice>) {
             count_action(counters, &a);
             rc.timers.on_action(now, &a);
         }
-    }
-    let more = receive_batch(qp, inner, shared, now);
-    if let Some(rc) = inner.rc.as_mut() {
-        let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
         let oldest = rc.sq.oldest_tag();
         if rc.sessions.refresh_links(qp.device(), oldest, now_us) {

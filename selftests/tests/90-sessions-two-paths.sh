@@ -53,6 +53,11 @@ stream_failed() {
 	kill -9 "$SRV" 2>/dev/null || true
 	wait "$SRV" 2>/dev/null || true
 	sed 's/^/#   /' "$TEST_TMP/client.log"
+	local d
+	for d in sroce1 sroce2; do
+		log "$d's counters: $(grep -H . /sys/class/infiniband/$d/ports/1/hw_counters/* 2>/dev/null |
+			sed 's|.*/||' | grep -v ':0$' | tr '\n' ' ')"
+	done
 	fail "the stream's client exited ($rc) $1"
 }
 # wait_report N WHAT: until the client printed N interval reports.
