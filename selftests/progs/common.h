@@ -42,8 +42,9 @@ static inline struct ibv_context *open_device_by_name(const char *name)
 
 /*
  * rc_connect: moves an RC QP in INIT to RTS, connected to QP dest_qpn at
- * dgid over sgid_index, path MTU 1024, timeout 14 (67 ms), 7 retries and
- * RNR retries, rd_atomic READs/atomics outstanding each way.
+ * dgid over sgid_index, path MTU 1024, timeout 14 (67 ms; the environment's
+ * SROCE_QP_TIMEOUT if set), 7 retries and RNR retries, rd_atomic
+ * READs/atomics outstanding each way.
  */
 static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_gid *dgid,
 			    uint32_t dest_qpn, uint32_t sq_psn, uint32_t rq_psn,
@@ -65,7 +66,7 @@ static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
-	a.timeout = 14;
+	a.timeout = getenv("SROCE_QP_TIMEOUT") ? atoi(getenv("SROCE_QP_TIMEOUT")) : 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = rd_atomic;
