@@ -239,8 +239,14 @@ log "w2 down"
 sessions_until " (down|probing) policy" "with w2 down"
 log "sessions of sroce2 with w2 down:"$'\n'"$LIST"
 assert_match "$LIST" " (down|probing) policy" "a session is down while its link is down"
-res=$(rdma -dd resource show qp link sroce2/1 2>&1 || true)
-fo=$(grep -oE 'last_failover_us [0-9]+' <<<"$res" | awk '{ print $2 }' | sort -n | tail -n 1)
+# The failover time is known once traffic moved again on the other link.
+deadline=$((SECONDS + 30))
+while res=$(rdma -dd resource show qp link sroce2/1 2>&1 || true)
+	fo=$({ grep -oE 'last_failover_us [0-9]+' <<<"$res" || true; } | awk '{ print $2 }' | sort -n | tail -n 1)
+	[[ -z $fo ]] && ((SECONDS < deadline)); do
+	kill -0 "$CLI" 2>/dev/null || stream_failed "with w2 down"
+	sleep 0.2
+done
 [[ -n $fo ]] || fail "no failover time reported in rdma -dd resource show qp: $res"
 log "failover after the link went down took $((fo / 1000)) ms (3 x RTO = $((3 * RTO_MS)) ms)"
 in_ns h2 ip link set w2 up
