@@ -106,7 +106,9 @@ end_stream() {
 	kill -9 "$SRV" 2>/dev/null || true
 	wait "$SRV" 2>/dev/null || true
 	log "the stream's last report ($1): $LAST_REPORT"
-	[[ $(awk '{ print $4 }' <<<"$LAST_REPORT") != 0.00 ]] || fail "the stream moved no data in its last interval ($1)"
+	# Its iterations, not its bandwidth: under TCG perftest may report
+	# 0.00 MB/s when its clock calibration is noisy ("r^2 < 0.9").
+	(($(awk '{ print $2 }' <<<"$LAST_REPORT") > 0)) || fail "the stream moved no data in its last interval ($1)"
 }
 # held_ports: UDP sockets bound in h2 in the session port range (ss's
 # socket dump is retried: it can be cut short while sockets close).
