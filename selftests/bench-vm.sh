@@ -1,18 +1,37 @@
 #!/bin/bash
 # The benchmark, run inside the VM by `run.sh --bench`: the same perftest
 # matrix on the kernel's rxe and on sroce, each between the two hosts h1 and
-# h2, in this one VM run; prints a table of sroce/rxe ratios. A benchmark,
-# not a test: it asserts nothing and reports "n/a" where a provider cannot
-# run a case. Under TCG absolute figures mean little; compare ratios.
+# h2 of this one VM, in rounds that alternate which provider goes first;
+# prints per case the median over the rounds, the spread (max-min over the
+# median) and the sroce/rxe ratio of the medians. A benchmark, not a test:
+# it asserts nothing and reports "n/a" where a provider cannot run a case.
+# Under TCG absolute figures mean little; compare ratios.
+#
+# Environment (run.sh passes every SROCE_BENCH_* variable through):
+#   SROCE_BENCH_ROUNDS=N   rounds per provider (default 3)
+#   SROCE_BENCH_BYTES=N    bytes a bandwidth case moves (default 8 MiB; the
+#                          iterations are that over the size, 20..2000)
+#   SROCE_BENCH_LAT_ITERS  iterations of a latency case (default 500)
+#   SROCE_BENCH_CASES=ERE  only the cases whose "tool size" matches
+#   SROCE_BENCH_PROFILE=1  also sample the whole VM (perf, cpu-clock, call
+#                          graphs) during one more run of the profiled cases
+#                          (SROCE_BENCH_PROFILE_CASES, an ERE) per provider
+#                          and print where the time went, by symbol
 set -uo pipefail
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+set +e
 
 echo "sroce bench: $(uname -r), $(nproc) CPUs"
-ITERS=${SROCE_BENCH_ITERS:-100}
-# tool:sizes; bandwidth tools report MB/s (column 4), latency tools usec
-# (t_avg, column 6).
+ROUNDS=${SROCE_BENCH_ROUNDS:-3}
+BYTES=${SROCE_BENCH_BYTES:-8388608}
+LAT_ITERS=${SROCE_BENCH_LAT_ITERS:-500}
+CASES=${SROCE_BENCH_CASES:-.}
+PROFILE=${SROCE_BENCH_PROFILE:-0}
+PROFILE_CASES=${SROCE_BENCH_PROFILE_CASES:-^(ib_write_bw (64|4096|65536)|ib_write_lat 8)$}
+# tool:sizes. Bandwidth tools report MB/s (column 4) and Mpps (column 5),
+# latency tools t_typical, perftest's median (column 5), in usec.
 MATRIX=(
 	"ib_write_bw:64 4096 65536 1048576"
 	"ib_read_bw:64 4096 65536 1048576"
@@ -25,31 +44,74 @@ MATRIX=(
 	"ib_send_bw -c UD:64 1024"
 )
 
-# measure DEV1 DEV2 G1 G2 TOOL... SIZE: one server/client run; prints the
-# figure or n/a.
+is_lat() { [[ $1 == *_lat* ]]; }
+
+iterations() { # TOOL SIZE
+	if is_lat "$1"; then
+		echo "$LAT_ITERS"
+	else
+		local n=$((BYTES / $2))
+		((n > 2000)) && n=2000
+		((n < 20)) && n=20
+		echo "$n"
+	fi
+}
+
+# Busy and kernel (system, irq, softirq) jiffies of the whole VM, both
+# hosts included: "busy kernel".
+cpu_jiffies() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $4 + $7 + $8; exit }' /proc/stat
+}
+
+# measure DEV1 DEV2 G1 G2 PERF_OUT TOOL... SIZE: one server/client run.
+# Prints "FIGURE MPPS BYTES BUSY_JIFFIES KERNEL_JIFFIES", or "n/a".
 measure() {
-	local d1=$1 d2=$2 g1=$3 g2=$4 size=${*: -1} col
-	local -a tool=("${@:5:$#-5}")
-	[[ ${tool[0]} == *_lat ]] && col=6 || col=4
-	in_h2 timeout 60 "${tool[@]}" -d "$d2" -x "$g2" -s "$size" -n "$ITERS" -F >"$TEST_TMP/srv" 2>&1 &
+	local d1=$1 d2=$2 g1=$3 g2=$4 perf_out=$5 size=${*: -1}
+	local -a tool=("${@:6:$#-6}")
+	local iters col=4
+	local -a perf=()
+	iters=$(iterations "${tool[0]}" "$size")
+	is_lat "${tool[0]}" && col=5
+	in_h2 timeout 120 "${tool[@]}" -d "$d2" -x "$g2" -s "$size" -n "$iters" -F >"$TEST_TMP/srv" 2>&1 &
 	local srv=$!
 	local t=0
 	until in_h2 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
-	in_h1 timeout 60 "${tool[@]}" -d "$d1" -x "$g1" -s "$size" -n "$ITERS" -F 10.77.1.2 >"$TEST_TMP/cli" 2>&1
+	# Sampled: the whole VM while the client runs.
+	# (No build-id collection afterwards: slow under TCG, not needed for
+	# a report made on this machine.)
+	[[ -n $perf_out ]] && perf=(perf record --no-buildid --no-buildid-cache -a -g -e cpu-clock -F 499 -o "$perf_out" --)
+	local b0 k0 b1 k1
+	read -r b0 k0 < <(cpu_jiffies)
+	"${perf[@]}" ip netns exec h1 timeout 120 "${tool[@]}" -d "$d1" -x "$g1" -s "$size" -n "$iters" -F 10.77.1.2 \
+		>"$TEST_TMP/cli" 2>"$TEST_TMP/cli.err"
 	local rc=$?
+	read -r b1 k1 < <(cpu_jiffies)
+	cat "$TEST_TMP/cli.err" >>"$TEST_TMP/cli"
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
 	if ((rc != 0)); then
+		# Kept for a look: the failed case's client and server output.
+		cat "$TEST_TMP/cli" "$TEST_TMP/srv" >"$SROCE_RESULTS/failed-${d1%1}-${tool[0]}-$size.log" 2>/dev/null
 		echo n/a
 		return
 	fi
-	awk -v s="$size" -v c="$col" '$1 == s && NF >= c { v = $c } END { print (v == "" ? "n/a" : v) }' "$TEST_TMP/cli"
+	awk -v s="$size" -v c="$col" -v it="$iters" -v b=$((b1 - b0)) -v k=$((k1 - k0)) '
+		$1 == s && NF >= c { v = $c; m = $5; n = $2 }
+		END {
+			if (v == "" || v ~ /inf|nan/) { print "n/a"; exit }
+			print v, m, s * (n > 0 ? n : it), b, k
+		}' "$TEST_TMP/cli"
 }
 
-# run_provider TYPE: fills RESULT[case] for TYPE (rxe or sroce).
+# RESULT[tool|size|provider] holds one line per round; PROFILED lists the
+# perf data files.
 declare -A RESULT
+PROFILED=()
+
+# run_provider TYPE ROUND: one round of the matrix for TYPE (rxe or sroce);
+# ROUND "profile" runs the profiled cases under perf instead.
 run_provider() {
-	local type=$1 d1 d2 g1 g2 entry tool sizes size
+	local type=$1 round=$2 d1 d2 g1 g2 entry tool sizes size out
 	d1=${type}1 d2=${type}2
 	if [[ $type == rxe ]]; then load_rxe; else load_sroce; fi
 	two_hosts
@@ -62,8 +124,17 @@ run_provider() {
 	for entry in "${MATRIX[@]}"; do
 		tool=${entry%%:*} sizes=${entry#*:}
 		for size in $sizes; do
+			[[ "$tool $size" =~ $CASES ]] || continue
+			if [[ $round == profile ]]; then
+				[[ "$tool $size" =~ $PROFILE_CASES ]] || continue
+				out=$SROCE_RESULTS/perf-$type-${tool// /_}-$size.data
+				# shellcheck disable=SC2086 # the tool string carries options
+				measure "$d1" "$d2" "$g1" "$g2" "$out" $tool "$size" >/dev/null
+				[[ -s $out ]] && PROFILED+=("$out")
+				continue
+			fi
 			# shellcheck disable=SC2086 # the tool string carries options
-			RESULT["$tool|$size|$type"]=$(measure "$d1" "$d2" "$g1" "$g2" $tool "$size")
+			RESULT["$tool|$size|$type"]+="$(measure "$d1" "$d2" "$g1" "$g2" "" $tool "$size")"$'\n'
 		done
 	done
 	rdma link delete "$d1"
@@ -72,18 +143,87 @@ run_provider() {
 	_del_hosts
 }
 
-run_provider rxe
-run_provider sroce
+start=$SECONDS
+for ((r = 1; r <= ROUNDS; r++)); do
+	# Alternate which provider goes first, so a drift of the machine's
+	# speed during the run does not favour one of them.
+	if ((r % 2)); then order=(rxe sroce); else order=(sroce rxe); fi
+	for type in "${order[@]}"; do
+		echo "# round $r/$ROUNDS: $type ($((SECONDS - start)) s)"
+		run_provider "$type" "$r"
+	done
+done
 
-printf '\n%-18s %8s %14s %14s %8s\n' test size rxe sroce sroce/rxe
+# median_spread: "median spread%" of the numbers on stdin, one per line,
+# or "n/a".
+median_spread() {
+	sort -g | awk '{ v[++n] = $1 }
+		END {
+			if (n == 0) { print "n/a"; exit }
+			med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			spread = med > 0 ? 100 * (v[n] - v[1]) / med : 0
+			printf "%.4g %.0f\n", med, spread
+		}'
+}
+
+# stats FIELD LINES: median and spread of field FIELD over the rounds'
+# lines (n/a rounds left out).
+stats() {
+	awk -v f="$1" '$1 != "n/a" && NF >= f { print $f }' <<<"$2" | median_spread
+}
+
+# cpu_per_gib LINES: medians over the rounds of busy and kernel CPU seconds
+# per GiB moved, "busy kernel" (jiffies are 1/USER_HZ = 1/100 s).
+cpu_per_gib() {
+	local b k
+	b=$(awk '$1 != "n/a" && NF >= 5 && $3 > 0 { print $4 / 100 / ($3 / 1073741824) }' <<<"$1" | median_spread)
+	k=$(awk '$1 != "n/a" && NF >= 5 && $3 > 0 { print $5 / 100 / ($3 / 1073741824) }' <<<"$1" | median_spread)
+	if [[ $b == n/a ]]; then echo "n/a n/a"; else printf '%.1f %.1f\n' "${b%% *}" "${k%% *}"; fi
+}
+
+ratio() { awk -v r="$1" -v s="$2" 'BEGIN { if (r + 0 > 0 && s + 0 > 0) printf "%.2f", s / r; else print "n/a" }'; }
+
+echo
+echo "medians of $ROUNDS rounds, spread = (max - min) / median; $(nproc) CPUs, $((SECONDS - start)) s"
+printf '%-17s %8s %9s %5s %9s %5s %6s | %7s %7s | %7s %7s %7s %7s\n' \
+	test size rxe '±%' sroce '±%' ratio 'rxe-Mpps' 'sroce' 'rxe-s/G' 'kern' 'sroce' 'kern'
 for entry in "${MATRIX[@]}"; do
 	tool=${entry%%:*} sizes=${entry#*:}
 	for size in $sizes; do
-		r=${RESULT["$tool|$size|rxe"]} s=${RESULT["$tool|$size|sroce"]}
-		ratio=$(awk -v r="$r" -v s="$s" 'BEGIN { if (r + 0 > 0 && s + 0 > 0) printf "%.2f", s / r; else print "n/a" }')
-		printf '%-18s %8s %14s %14s %8s\n' "$tool" "$size" "$r" "$s" "$ratio"
+		[[ "$tool $size" =~ $CASES ]] || continue
+		rl=${RESULT["$tool|$size|rxe"]:-} sl=${RESULT["$tool|$size|sroce"]:-}
+		read -r rm rs < <(stats 1 "$rl")
+		read -r sm ss < <(stats 1 "$sl")
+		line=$(printf '%-17s %8s %9s %5s %9s %5s %6s' "$tool" "$size" "$rm" "${rs:-}" "$sm" "${ss:-}" "$(ratio "$rm" "$sm")")
+		if ! is_lat "$tool"; then
+			read -r rp _ < <(stats 2 "$rl")
+			read -r sp _ < <(stats 2 "$sl")
+			read -r rb rk < <(cpu_per_gib "$rl")
+			read -r sb sk < <(cpu_per_gib "$sl")
+			line+=$(printf ' | %7s %7s | %7s %7s %7s %7s' "$rp" "$sp" "$rb" "$rk" "$sb" "$sk")
+		fi
+		echo "$line"
 	done
 done
-echo "(bandwidth: MB/s average; latency: t_avg usec — for latency a ratio below 1 is better)"
+cat <<EOF
+(bandwidth: MB/s, perftest's BW average, ratio > 1 is better; latency: usec,
+ perftest's t_typical, ratio < 1 is better; Mpps: message rate; s/G: CPU
+ seconds of the whole VM, both hosts, per GiB moved, all busy time and the
+ kernel's part (system + irq + softirq) — perftest's clients poll their
+ CQs, so the busy time includes user-space spinning)
+EOF
+
+if [[ $PROFILE == 1 ]]; then
+	for type in rxe sroce; do
+		echo "# profile: $type"
+		run_provider "$type" profile
+	done
+	for f in "${PROFILED[@]}"; do
+		echo
+		echo "== profile ${f##*/perf-}: share of samples by symbol (all CPUs, self time)"
+		perf report -i "$f" --stdio --no-children --sort sym -g none --percent-limit 0.7 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 40 || true
+	done
+fi
 touch "$SROCE_RESULTS/bench-ok"
 [[ ${SROCE_VM_REBOOT:-0} == 1 ]] && { sync; echo b >/proc/sysrq-trigger; }

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The benchmark: the perftest matrix on the kernel's rxe and on sroce in the
-# same VM run, printed as sroce/rxe ratios. Prints; asserts nothing.
-#   SROCE_BENCH_ITERS=N   iterations per case (default 100)
+# same VM run, in alternating rounds; prints medians, spreads, sroce/rxe
+# ratios, message rates and CPU seconds per GiB. Prints; asserts nothing.
+#   SROCE_BENCH_ROUNDS=N     rounds per provider (default 3)
+#   SROCE_BENCH_CASES=ERE    only the cases whose "tool size" matches
+#   SROCE_BENCH_PROFILE=1    also profile some cases with perf (where the
+#                            time goes, by symbol, for rxe and for sroce)
+# and more in selftests/bench-vm.sh.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
