@@ -56,6 +56,9 @@ DEV1=${LINK_TYPE}1
 DEV2=${LINK_TYPE}2
 # TCP port ibv_*_pingpong and perftest use for their out-of-band exchange.
 OOB_PORT=18515
+# How much slower than usual this kernel runs (a debug kernel: about 4);
+# every wait in these helpers is multiplied by it, as is each test's limit.
+SCALE=${SROCE_TIMEOUT_SCALE:-1}
 
 # ---------------------------------------------------------------- output
 
@@ -164,7 +167,7 @@ sroce_only() {
 
 # retry SECONDS CMD...: run CMD until it succeeds, polling 5 times a second.
 retry() {
-	local deadline=$((SECONDS + $1))
+	local deadline=$((SECONDS + $1 * SCALE))
 	shift
 	while :; do
 		"$@" >/dev/null 2>&1 && return 0
@@ -348,7 +351,7 @@ port_state() {
 
 # wait_port_state DEV STATE [SECONDS=15]
 wait_port_state() {
-	local dev=$1 want=$2 deadline=$((SECONDS + ${3:-15})) st
+	local dev=$1 want=$2 deadline=$((SECONDS + ${3:-15} * SCALE)) st
 	while :; do
 		st=$(port_state "$dev")
 		[[ $st == "$want" ]] && return 0
@@ -413,7 +416,7 @@ gid_of_ip() {
 # GID table is filled asynchronously from netdev address events). The table
 # has hundreds of slots, so no process per slot (TCG makes forks slow).
 gid_index() {
-	local dev=$1 want type=${3:-RoCE v2} deadline=$((SECONDS + ${4:-10}))
+	local dev=$1 want type=${3:-RoCE v2} deadline=$((SECONDS + ${4:-10} * SCALE))
 	local base=/sys/class/infiniband/$1/ports/1 f n t
 	want=$(gid_of_ip "$2")
 	while :; do
@@ -472,7 +475,7 @@ bg_in() {
 # wait_listen NS PORT [SECONDS=20]: wait until a TCP socket listens on PORT
 # (the last bg_in process's server). Fails early if that process exits.
 wait_listen() {
-	local ns=$1 port=$2 deadline=$((SECONDS + ${3:-20})) rc=0
+	local ns=$1 port=$2 deadline=$((SECONDS + ${3:-20} * SCALE)) rc=0
 	while :; do
 		if in_ns "$ns" ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
 			return 0
@@ -487,16 +490,18 @@ wait_listen() {
 	done
 }
 
-# wait_cm_listen COMM [SECONDS=20]: wait until process COMM (the last
-# bg_in server) has an rdma_cm ID listening. A connection request that
-# comes earlier is rejected by the IB CM with "invalid service ID" (reject
-# reason 8, RDMA_CM_EVENT_REJECTED with status 8): a fixed sleep loses
-# that race on a slow VM. Fails early if the server exits.
+# wait_cm_listen PID [SECONDS=20]: wait until process PID (the last bg_in
+# server) has an rdma_cm ID listening. A connection request that comes
+# earlier is rejected by the IB CM with "invalid service ID" (reject reason
+# 8, RDMA_CM_EVENT_REJECTED with status 8): a fixed sleep loses that race
+# on a slow VM, and so does waiting for any listener of the same program
+# (another test's server may still be going away). Fails early if the
+# server exits.
 wait_cm_listen() {
-	local comm=$1 deadline=$((SECONDS + ${2:-20})) rc=0
+	local pid=$1 deadline=$((SECONDS + ${2:-20} * SCALE)) rc=0
 	while :; do
 		if rdma resource show cm_id 2>/dev/null |
-			awk -v c="comm $comm" '/state LISTEN/ && (index($0, c " ") || substr($0, length($0) - length(c) + 1) == c) { found = 1 } END { exit !found }'; then
+			awk -v p="pid $pid" '/state LISTEN/ && index($0 " ", " " p " ") { found = 1 } END { exit !found }'; then
 			return 0
 		fi
 		if [[ -n $BG_PID ]] && ! kill -0 "$BG_PID" 2>/dev/null; then
@@ -504,7 +509,7 @@ wait_cm_listen() {
 			sed 's/^/#   /' "$BG_LOG"
 			fail "'$BG_CMD' exited with status $rc before listening: $(tail -n 3 "$BG_LOG" | tr '\n' ' ')"
 		fi
-		((SECONDS < deadline)) || fail "no rdma_cm listener of $comm after ${2:-20} s: $(rdma resource show cm_id 2>&1 | tr '\n' ';')"
+		((SECONDS < deadline)) || fail "no rdma_cm listener of process $pid after ${2:-20} s: $(rdma resource show cm_id 2>&1 | tr '\n' ';')"
 		sleep 0.2
 	done
 }
@@ -522,7 +527,7 @@ run_pair() {
 	bg_in "$sns" "$TEST_TMP/server.log" "${sarr[@]}"
 	srv=$BG_PID
 	wait_listen "$sns" "$port"
-	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
+	in_ns "$cns" timeout $((60 * SCALE)) "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
 	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
 
@@ -539,7 +544,7 @@ PERF_NUM='([0-9.]+|inf|-?nan)'
 _end_pair() {
 	local srv=$1 rc=$2 sns=$3 scmd=$4 cns=$5 ccmd=$6 src=0
 	if ((rc == 0)); then
-		local deadline=$((SECONDS + 20))
+		local deadline=$((SECONDS + 20 * SCALE))
 		while kill -0 "$srv" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
 	fi
 	kill -9 "$srv" 2>/dev/null || true
@@ -603,15 +608,17 @@ _client_lost_last_ack() {
 # cm_run_pair SRV_NS "SRV_CMD" CLI_NS "CLI_CMD": an rdma_cm server and
 # client (60 s); both must succeed. rdma_cm servers do not listen on TCP:
 # the client starts once the server's rdma_cm ID listens. Sets CLIENT_OUT.
+# The server runs without a timeout wrapper (see bg_in): killing a wrapper
+# left its server running, listening and writing into the next pair's log.
 cm_run_pair() {
 	local sns=$1 scmd=$2 cns=$3 ccmd=$4 srv rc=0
 	local -a sarr carr
 	read -ra sarr <<<"$scmd"
 	read -ra carr <<<"$ccmd"
-	bg_in "$sns" "$TEST_TMP/server.log" timeout 90 "${sarr[@]}"
+	bg_in "$sns" "$TEST_TMP/server.log" "${sarr[@]}"
 	srv=$BG_PID
-	wait_cm_listen "${sarr[0]##*/}"
-	in_ns "$cns" timeout 60 "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
+	wait_cm_listen "$srv"
+	in_ns "$cns" timeout $((60 * SCALE)) "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
 	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
 
