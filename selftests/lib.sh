@@ -59,6 +59,23 @@ OOB_PORT=18515
 # How much slower than usual this kernel runs (a debug kernel: about 4);
 # every wait in these helpers is multiplied by it, as is each test's limit.
 SCALE=${SROCE_TIMEOUT_SCALE:-1}
+# RC transport timeout (the 4.096 us * 2^N exponent) of the test programs
+# and of perftest in run_pair: the tools' usual 14 (67 ms), times SCALE on
+# a slow kernel, where sending one 64-packet message can take longer than
+# 67 ms and every try would time out before its ACK.
+QP_TIMEOUT_EXP=14
+for ((_s = SCALE; _s > 1; _s = (_s + 1) / 2)); do QP_TIMEOUT_EXP=$((QP_TIMEOUT_EXP + 1)); done
+if ((SCALE > 1)); then export SROCE_QP_TIMEOUT=${SROCE_QP_TIMEOUT:-$QP_TIMEOUT_EXP}; fi
+
+# with_qp_timeout ARRAY-NAME: on a slow kernel, give a perftest command in
+# the named array the scaled transport timeout (unless it sets one).
+with_qp_timeout() {
+	local -n cmd=$1
+	((SCALE > 1)) || return 0
+	[[ ${cmd[0]##*/} =~ ^ib_(write|read|send|atomic)_(bw|lat)$ ]] || return 0
+	[[ " ${cmd[*]} " == *" -u "* ]] && return 0
+	cmd+=(-u "$QP_TIMEOUT_EXP")
+}
 
 # ---------------------------------------------------------------- output
 
@@ -524,6 +541,8 @@ run_pair() {
 	local -a sarr carr
 	read -ra sarr <<<"$scmd"
 	read -ra carr <<<"$ccmd"
+	with_qp_timeout sarr
+	with_qp_timeout carr
 	bg_in "$sns" "$TEST_TMP/server.log" "${sarr[@]}"
 	srv=$BG_PID
 	wait_listen "$sns" "$port"
