@@ -30,6 +30,10 @@ LAT_ITERS=${SROCE_BENCH_LAT_ITERS:-500}
 CASES=${SROCE_BENCH_CASES:-.}
 PROFILE=${SROCE_BENCH_PROFILE:-0}
 PROFILE_CASES=${SROCE_BENCH_PROFILE_CASES:-^(ib_write_bw (64|4096|65536)|ib_write_lat 8)$}
+# The functions whose inclusive share the profile lists: a packet's stages
+# in both providers (work items, transmit, receive, ICRC, copies, routes,
+# skbs, completions) and the idle loop.
+PROFILE_STAGES=${SROCE_BENCH_PROFILE_STAGES:-'(process_one_work|rxe_[a-z_]+|sroce[^ ]*(run|send|receive|scatter|gather|post|complete)[^ ]*|ip_local_out|ip6_local_out|__netif_receive_skb|net_rx_action|udp_queue_rcv_skb|ip_route_output_flow|ip6_dst_lookup_flow|crc32_le|__alloc_skb|memcpy|memset|copy_user|__schedule|try_to_wake_up|ib_uverbs_write|ib_uverbs_post_send|pv_native_safe_halt|do_idle)$'}
 # tool:sizes. Bandwidth tools report MB/s (column 4) and Mpps (column 5),
 # latency tools t_typical, perftest's median (column 5), in usec.
 MATRIX=(
@@ -72,7 +76,7 @@ measure() {
 	local -a perf=()
 	iters=$(iterations "${tool[0]}" "$size")
 	is_lat "${tool[0]}" && col=5
-	in_h2 timeout 120 "${tool[@]}" -d "$d2" -x "$g2" -s "$size" -n "$iters" -F >"$TEST_TMP/srv" 2>&1 &
+	in_h2 timeout 70 "${tool[@]}" -d "$d2" -x "$g2" -s "$size" -n "$iters" -F >"$TEST_TMP/srv" 2>&1 &
 	local srv=$!
 	local t=0
 	until in_h2 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
@@ -80,18 +84,34 @@ measure() {
 	# (No build-id collection afterwards: slow under TCG, not needed for
 	# a report made on this machine.)
 	[[ -n $perf_out ]] && perf=(perf record --no-buildid --no-buildid-cache -a -g -e cpu-clock -F 499 -o "$perf_out" --)
+	# A client still running after 50 s is stuck: the QPs' state then is
+	# kept for the failure's log.
+	(sleep 50 && rdma -dd resource show qp >"$TEST_TMP/qps" 2>&1) &
+	local watch=$!
 	local b0 k0 b1 k1
 	read -r b0 k0 < <(cpu_jiffies)
-	"${perf[@]}" ip netns exec h1 timeout 120 "${tool[@]}" -d "$d1" -x "$g1" -s "$size" -n "$iters" -F 10.77.1.2 \
+	"${perf[@]}" ip netns exec h1 timeout 60 "${tool[@]}" -d "$d1" -x "$g1" -s "$size" -n "$iters" -F 10.77.1.2 \
 		>"$TEST_TMP/cli" 2>"$TEST_TMP/cli.err"
 	local rc=$?
 	read -r b1 k1 < <(cpu_jiffies)
+	kill "$watch" 2>/dev/null
+	wait "$watch" 2>/dev/null
 	cat "$TEST_TMP/cli.err" >>"$TEST_TMP/cli"
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
 	if ((rc != 0)); then
 		# Kept for a look: the failed case's client and server output.
-		cat "$TEST_TMP/cli" "$TEST_TMP/srv" >"$SROCE_RESULTS/failed-${d1%1}-${tool[0]}-$size.log" 2>/dev/null
+		{
+			cat "$TEST_TMP/cli" "$TEST_TMP/srv"
+			local d c
+			for d in "$d1" "$d2"; do
+				for c in /sys/class/infiniband/"$d"/ports/1/hw_counters/*; do
+					[[ $(cat "$c") == 0 ]] || echo "$d ${c##*/} $(cat "$c")"
+				done
+			done
+			echo "-- QPs 50 s into the run"
+			cat "$TEST_TMP/qps" 2>/dev/null
+		} >"$SROCE_RESULTS/failed-${d1%1}-${tool[0]}-$size.log" 2>/dev/null
 		echo n/a
 		return
 	fi
@@ -127,7 +147,9 @@ run_provider() {
 			[[ "$tool $size" =~ $CASES ]] || continue
 			if [[ $round == profile ]]; then
 				[[ "$tool $size" =~ $PROFILE_CASES ]] || continue
-				out=$SROCE_RESULTS/perf-$type-${tool// /_}-$size.data
+				# In the guest's own /tmp: perf cannot write its data
+				# into the host directory the results go to.
+				out=/tmp/perf-$type-${tool// /_}-$size.data
 				# shellcheck disable=SC2086 # the tool string carries options
 				measure "$d1" "$d2" "$g1" "$g2" "$out" $tool "$size" >/dev/null
 				[[ -s $out ]] && PROFILED+=("$out")
@@ -218,11 +240,16 @@ if [[ $PROFILE == 1 ]]; then
 		echo "# profile: $type"
 		run_provider "$type" profile
 	done
+	# Module symbols come from kallsyms (the modules were loaded from
+	# paths perf does not search).
 	for f in "${PROFILED[@]}"; do
 		echo
 		echo "== profile ${f##*/perf-}: share of samples by symbol (all CPUs, self time)"
-		perf report -i "$f" --stdio --no-children --sort sym -g none --percent-limit 0.7 2>&1 |
-			grep -v '^#' | grep -v '^$' | head -n 40 || true
+		perf report -i "$f" --kallsyms=/proc/kallsyms --stdio --no-children --sort dso,sym -g none \
+			--percent-limit 0.5 2>&1 | grep -v '^#' | grep -v '^$' | head -n 40 || true
+		echo "-- inclusive (with callees) share of the kernel's stages"
+		perf report -i "$f" --kallsyms=/proc/kallsyms --stdio --children --sort sym -g none 2>&1 |
+			grep -E "$PROFILE_STAGES" | head -n 40 || true
 	done
 fi
 touch "$SROCE_RESULTS/bench-ok"
