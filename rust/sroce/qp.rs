@@ -12,7 +12,6 @@ use super::{
     rc_sessions::SessionOverride,
     ud_sessions::UdSessions,
 };
-use crate::net::route::RouteCache;
 use crate::rdma::{
     attr::IbMtu,
     device::{Device, PORT},
@@ -63,8 +62,6 @@ pub(crate) struct QpInner {
     pub(crate) sessions_override: SessionOverride,
     /// A UD QP's session groups, one per destination.
     pub(crate) ud_sessions: UdSessions,
-    /// The routes of the flows this QP sent on last.
-    pub(crate) routes: RouteCache,
 }
 
 /// sroce's state of one queue pair.
@@ -235,7 +232,6 @@ pub(crate) fn create(
                     rc: None,
                     sessions_override: SessionOverride::default(),
                     ud_sessions: UdSessions::default(),
-                    routes: RouteCache::new(),
                 },
                 "sroce::qp"
             ),
@@ -318,25 +314,17 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 
 /// The send doorbell: runs the requester if the QP may send.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
-    // The published state, not the mutex: a doorbell must not wait for a
-    // pass of the work item (which holds the mutex while it sends).
-    let state = qp.data().state();
-    if state == QpState::Reset as u8 || state == QpState::Init as u8 || state == QpState::Rtr as u8
-    {
-        return Err(EINVAL);
-    }
-    if state == QpState::Err as u8 {
-        let mut inner = qp.data().inner.lock();
-        match inner.attrs.state {
-            QpState::Reset | QpState::Init | QpState::Rtr => return Err(EINVAL),
-            QpState::Err => {
-                // Work posted in the error state completes flushed.
-                flush(qp, &mut inner.rings);
-                return Ok(());
-            }
-            _ => {}
+    let mut inner = qp.data().inner.lock();
+    match inner.attrs.state {
+        QpState::Reset | QpState::Init | QpState::Rtr => return Err(EINVAL),
+        QpState::Err => {
+            // Work posted in the error state completes flushed.
+            flush(qp, &mut inner.rings);
+            return Ok(());
         }
+        _ => {}
     }
+    drop(inner);
     qp.data().shared.schedule();
     Ok(())
 }
