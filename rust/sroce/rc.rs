@@ -465,8 +465,16 @@ fn run(qp: &Qp<SroceDevice>) {
             rc.timers.on_action(now, &a);
         }
     }
+    // Completions first: the ACKs just received free send-queue slots that
+    // this pass's `send` can fill from the ring at once.
+    complete_sends(qp, inner);
     send(qp, inner, now);
     complete_sends(qp, inner);
+    // Room freed after `send` looked (local operations performed, ACKs that
+    // retired the whole window) would otherwise wait for a doorbell or a
+    // packet that may never come: a process waiting for a completion of
+    // work still in the ring posts nothing.
+    let more = more || sends_waiting(inner);
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
@@ -524,6 +532,15 @@ fn receive_batch(
     let more = !batch.is_empty() || reads_queued(inner);
     shared.keep_backlog(batch);
     more
+}
+
+/// Whether WQEs wait in the send ring while the send queue has room for
+/// them (the QP sending).
+fn sends_waiting(inner: &QpInner) -> bool {
+    matches!(inner.attrs.state, QpState::Rts)
+        && inner.rc.as_ref().is_some_and(|rc| {
+            rc.sq.has_room() && !rc.sq.is_error() && inner.rings.send.pending() > rc.taken
+        })
 }
 
 fn reads_queued(inner: &QpInner) -> bool {
