@@ -72,7 +72,8 @@ if ((SCALE > 1)); then export SROCE_QP_TIMEOUT=${SROCE_QP_TIMEOUT:-$QP_TIMEOUT_E
 with_qp_timeout() {
 	local -n cmd=$1
 	((SCALE > 1)) || return 0
-	[[ ${cmd[0]##*/} =~ ^ib_(write|read|send|atomic)_(bw|lat)$ ]] || return 0
+	# The tool may come after a wrapper (taskset -c N).
+	[[ " ${cmd[*]} " =~ [\ /]ib_(write|read|send|atomic)_(bw|lat)\  ]] || return 0
 	[[ " ${cmd[*]} " == *" -u "* ]] && return 0
 	cmd+=(-u "$QP_TIMEOUT_EXP")
 }
@@ -550,6 +551,20 @@ run_pair() {
 	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
 
+# dump_rdma_state WHY: logs every RDMA device's non-zero counters and the
+# QPs the RDMA core lists (with the driver's attributes), for a failure's
+# diagnosis.
+dump_rdma_state() {
+	local d
+	log "RDMA state ($1):"
+	for d in /sys/class/infiniband/*; do
+		[[ -e $d ]] || continue
+		log "  ${d##*/}: $(grep -H . "$d"/ports/1/hw_counters/* 2>/dev/null |
+			sed 's|.*/||' | grep -v ':0$' | tr '\n' ' ')"
+	done
+	rdma -dd resource show qp 2>&1 | grep -v ' lqpn 1 ' | sed 's/^/#     /' || true
+}
+
 # PERF_NUM: a number in perftest's result rows. Its latency tools print
 # "inf" when their clock calibration fails (r^2 < 0.9, seen under TCG); the
 # row with the size and the iteration count is what shows the run finished.
@@ -562,6 +577,9 @@ PERF_NUM='([0-9.]+|inf|-?nan)'
 # CLIENT_OUT.
 _end_pair() {
 	local srv=$1 rc=$2 sns=$3 scmd=$4 cns=$5 ccmd=$6 src=0
+	# A failed client: what the devices counted and where the server's QPs
+	# stand, before the server goes.
+	((rc == 0)) || dump_rdma_state "client failed ($rc)"
 	if ((rc == 0)); then
 		local deadline=$((SECONDS + 20 * SCALE))
 		while kill -0 "$srv" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done

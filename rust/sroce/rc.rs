@@ -417,6 +417,8 @@ impl RcState {
         let mtu = self.sq.config().mtu;
         self.sq = SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn));
         self.timers.set_timeout(a.timeout);
+        let rto_us = crate::roce::timer::transport_timeout_ns(a.timeout).map(|ns| ns / 1000);
+        self.sessions.set_transport(a.retry_cnt, rto_us);
     }
 }
 

@@ -277,6 +277,17 @@ impl<const W: usize> QpSessions<W> {
         Ok(())
     }
 
+    /// The QP's transport timeout and retry count as set at RTS (the group
+    /// is built at RTR, before they are known): the sessions' budgets and
+    /// stall detection follow them, and so does a group rebuilt later.
+    pub(crate) fn set_transport(&mut self, retry_cnt: u8, rto_us: Option<u64>) {
+        self.origin.retry_cnt = retry_cnt;
+        self.origin.rto_us = rto_us;
+        // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
+        self.group.set_retry_cnt(retry_cnt.min(6));
+        self.group.set_rto_us(rto_us);
+    }
+
     /// Whether the group has several sessions (and so decides retries).
     pub(crate) fn is_multi(&self) -> bool {
         self.group.len() > 1

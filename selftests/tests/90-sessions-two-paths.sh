@@ -230,6 +230,35 @@ log "w2 carried $dw packets after the link came back"
 after=$(held_ports)
 assert_eq "$after" 0 "session ports released with the QPs"
 
+# Both links cut for about four transport timeouts: nowhere to fail over
+# to, so each timeout spends a retry of the session it is charged to. Each
+# session has the QP's own retry count (perftest's 7: six each, as the
+# group counts them), set at RTS, so the stream outlives the cut and moves
+# again when the links are back. (The group is built at RTR, before the
+# QP's retry count is known; it once kept a budget of 0, and the second
+# timeout of a cut failed the QP with RETRY_EXC_ERR.)
+start_write_bw
+t0=$(cat /sys/class/infiniband/sroce2/ports/1/hw_counters/local_ack_timeout_err)
+for n in 1 2; do
+	in_ns "h$n" tc qdisc add dev "v$n" root netem loss 100%
+	in_ns "h$n" tc qdisc add dev "w$n" root netem loss 100%
+done
+log "both links cut"
+deadline=$((SECONDS + 60))
+while t=$(($(cat /sys/class/infiniband/sroce2/ports/1/hw_counters/local_ack_timeout_err) - t0)) &&
+	((t < 4 && SECONDS < deadline)); do
+	kill -0 "$CLI" 2>/dev/null || stream_failed "with both links cut, after $t timeouts"
+	sleep 0.1
+done
+log "sessions of sroce2 after $t timeouts with both links cut:"$'\n'"$(in_h2 "$SROCE" session show sroce2)"
+((t >= 4)) || fail "only $t transport timeouts in 60 s with both links cut"
+for n in 1 2; do
+	in_ns "h$n" tc qdisc del dev "v$n" root
+	in_ns "h$n" tc qdisc del dev "w$n" root
+done
+log "both links restored"
+end_stream "ib_write_bw across a cut of both links for $t transport timeouts"
+
 # Take the w link down (administratively, on the client's side; the peer
 # end loses carrier) mid-transfer: the link event marks the sessions on it
 # down at once and the unacknowledged requests are resent on the other

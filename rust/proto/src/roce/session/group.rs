@@ -408,6 +408,17 @@ impl<S: SessionStore> Group<S> {
         self.rto_us = rto_us;
     }
 
+    /// Sets every session's retry budget to the QP's `retry_cnt` (0..=7,
+    /// 7 = unlimited), full. A group built before the QP's RTS attributes
+    /// are known (at RTR) gets them here.
+    pub fn set_retry_cnt(&mut self, retry_cnt: u8) {
+        self.cfg.health.retry_cnt = retry_cnt;
+        let cfg = self.cfg.health;
+        for s in self.live_mut() {
+            s.health.set_retries(&cfg);
+        }
+    }
+
     /// The QP retransmit timeout.
     pub fn rto_us(&self) -> Option<u64> {
         self.rto_us
@@ -827,6 +838,37 @@ mod tests {
         assert!(g.on_timeout(SessionId(0), 20_000).is_ok());
         assert!(g.on_timeout(SessionId(0), 20_200).is_ok());
         assert!(g.session(SessionId(0)).unwrap().health.is_exhausted());
+    }
+
+    #[test]
+    fn retry_cnt_set_after_build() {
+        // Built at RTR with no retries (the QP's retry_cnt comes at RTS):
+        // one timeout per session would fail the QP. Set at RTS, each
+        // session takes retry_cnt timeouts without progress first.
+        let mut cfg = GroupConfig::DEFAULT;
+        cfg.health.retry_cnt = 0;
+        cfg.health.timeout_threshold = 9;
+        let mut g = SessionGroup::<2>::new(&cfg, &specs(2), 7, Some(100), 0).unwrap();
+        g.set_retry_cnt(3);
+        g.on_send(SessionId(0), 4096, 4, false, 0).unwrap();
+        for k in 1..=3u64 {
+            assert!(g.on_timeout(SessionId(0), k * 200).is_ok());
+            assert_eq!(
+                g.session(SessionId(0)).unwrap().health.retries_left(),
+                3 - k as u8
+            );
+        }
+        assert!(!g.session(SessionId(0)).unwrap().health.is_exhausted());
+        assert!(g.on_timeout(SessionId(0), 1000).is_ok());
+        assert!(g.session(SessionId(0)).unwrap().health.is_exhausted());
+        // The other session was never charged: the QP goes on there.
+        assert!(!g.retry_exceeded());
+        // 7: unlimited, as for a group built with it.
+        g.set_retry_cnt(7);
+        for k in 0..20u64 {
+            assert!(g.on_timeout(SessionId(1), 2000 + k * 200).is_ok());
+        }
+        assert!(!g.session(SessionId(1)).unwrap().health.is_exhausted());
     }
 
     #[test]

@@ -223,6 +223,13 @@ impl Health {
         }
     }
 
+    /// The QP's retry count changed (`modify_qp` at RTS): the budget is
+    /// `cfg.retry_cnt` from now on, full.
+    pub fn set_retries(&mut self, cfg: &HealthConfig) {
+        self.retries_left = cfg.retry_cnt;
+        self.exhausted = false;
+    }
+
     /// ACK progress for data sent on this session: refills the retry
     /// budget and brings a Down/Probing session (with its link up) back Up.
     pub fn on_progress(&mut self, now: u64, cfg: &HealthConfig) -> HealthEvent {
