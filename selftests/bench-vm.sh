@@ -86,7 +86,15 @@ measure() {
 	[[ -n $perf_out ]] && perf=(perf record --no-buildid --no-buildid-cache -a -g -e cpu-clock -F 499 -o "$perf_out" --)
 	# A client still running after 50 s is stuck: the QPs' state then is
 	# kept for the failure's log.
-	(sleep 50 && rdma -dd resource show qp >"$TEST_TMP/qps" 2>&1) &
+	# The sleep runs in the background of the watcher so that killing the
+	# watcher ends it at once: bash defers a signal until its foreground
+	# child exits, and every case then took 50 s.
+	(
+		trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+		sleep 50 &
+		nap=$!
+		wait "$nap" && rdma -dd resource show qp >"$TEST_TMP/qps" 2>&1
+	) &
 	local watch=$!
 	local b0 k0 b1 k1
 	read -r b0 k0 < <(cpu_jiffies)
