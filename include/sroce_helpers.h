@@ -68,6 +68,8 @@ void sroce_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start);
 struct net_device *sroce_dev_by_addr6(struct net *net, const struct in6_addr *addr);
 struct dst_entry *sroce_dst_clone(struct dst_entry *dst);
 struct net_device *sroce_dst_dev(const struct dst_entry *dst);
+struct dst_entry *sroce_dst_check(struct dst_entry *dst, u32 cookie);
+u32 sroce_dst_cookie6(struct dst_entry *dst);
 struct mm_struct *sroce_charge_pinned(unsigned long npages);
 void sroce_uncharge_pinned(struct mm_struct *mm, unsigned long npages);
 int sroce_roce_v2_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16]);

@@ -6,6 +6,7 @@
 #include <linux/inetdevice.h>
 #include <net/addrconf.h>
 #include <net/dst.h>
+#include <net/ip6_fib.h>
 #include <rdma/ib_cache.h>
 #include "sroce_helpers.h"
 
@@ -264,6 +265,20 @@ struct dst_entry *sroce_dst_clone(struct dst_entry *dst)
 struct net_device *sroce_dst_dev(const struct dst_entry *dst)
 {
 	return dst_dev(dst);
+}
+
+struct dst_entry *sroce_dst_check(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie);
+}
+
+u32 sroce_dst_cookie6(struct dst_entry *dst)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	return rt6_get_cookie(dst_rt6_info(dst));
+#else
+	return 0;
+#endif
 }
 
 struct sk_buff *sroce_genlmsg_new_default(void)

@@ -8,7 +8,7 @@ use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*};
 
 /// What a route is looked up for: a UDP flow.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct UdpFlow {
     /// Source address; must be one of the host's (or the lookup fails).
     pub(crate) src: IpAddr,
@@ -114,11 +114,105 @@ impl Route {
         unsafe { NetDevice::from_raw(bindings::sroce_dst_dev(self.dst.as_ptr())) }
     }
 
+    /// The cookie `dst_check()` needs to validate this route later (0 for
+    /// IPv4, whose routes are invalidated by a generation count).
+    fn cookie(&self) -> u32 {
+        if self.v6 {
+            // SAFETY: a held IPv6 route is an `rt6_info`.
+            unsafe { bindings::sroce_dst_cookie6(self.dst.as_ptr()) }
+        } else {
+            0
+        }
+    }
+
+    /// Whether the route still holds: no routing change, no address or
+    /// device gone since the lookup (`dst_check()`).
+    fn is_current(&self, cookie: u32) -> bool {
+        // SAFETY: a held route; `dst_check` only reads it (and returns it
+        // or NULL, the reference staying ours either way).
+        !unsafe { bindings::sroce_dst_check(self.dst.as_ptr(), cookie) }.is_null()
+    }
+
     /// Gives the reference to the caller (to attach it to an skb).
     pub(super) fn into_raw(self) -> *mut bindings::dst_entry {
         let p = self.dst.as_ptr();
         core::mem::forget(self);
         p
+    }
+}
+
+impl Clone for Route {
+    fn clone(&self) -> Self {
+        // SAFETY: takes another reference on a held route.
+        unsafe { bindings::sroce_dst_clone(self.dst.as_ptr()) };
+        // INVARIANT: one more reference, on the same valid route.
+        Self {
+            dst: self.dst,
+            v6: self.v6,
+        }
+    }
+}
+
+/// Output routes of the last few flows looked up, kept while they hold, as
+/// a connected socket keeps its route: the next packet of a flow skips the
+/// lookup. A flow is its addresses, ports, namespace and output device;
+/// a routing change, or an address or device going away, invalidates a
+/// kept route (`dst_check()`), and the next packet looks it up again.
+pub(crate) struct RouteCache {
+    slots: [Option<CachedRoute>; ROUTE_CACHE_SLOTS],
+    /// The slot the next new flow replaces (round robin).
+    next: usize,
+}
+
+/// Flows a [`RouteCache`] keeps: a QP's requests and its replies, with a
+/// few sessions; more flows than this take turns.
+const ROUTE_CACHE_SLOTS: usize = 4;
+
+struct CachedRoute {
+    /// The namespace the lookup was made in (compared, never followed).
+    net: usize,
+    oif: i32,
+    flow: UdpFlow,
+    route: Route,
+    cookie: u32,
+}
+
+impl RouteCache {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        Self {
+            slots: [const { None }; ROUTE_CACHE_SLOTS],
+            next: 0,
+        }
+    }
+
+    /// The route for `flow` in `net` through device `oif` (see
+    /// [`Route::output`]): the kept one if it still holds, else a new
+    /// lookup, kept for next time.
+    pub(crate) fn output(&mut self, net: &Net, oif: i32, flow: &UdpFlow) -> Result<Route> {
+        let net_id = net.as_raw() as usize;
+        let hit = self.slots.iter_mut().find(|s| {
+            s.as_ref()
+                .is_some_and(|c| c.net == net_id && c.oif == oif && c.flow == *flow)
+        });
+        if let Some(slot) = hit {
+            if let Some(c) = slot.as_ref().filter(|c| c.route.is_current(c.cookie)) {
+                return Ok(c.route.clone());
+            }
+            *slot = None;
+        }
+        let route = Route::output(net, oif, flow)?;
+        let cookie = route.cookie();
+        let i = self.next;
+        self.next = (i + 1) % ROUTE_CACHE_SLOTS;
+        self.slots[i] = Some(CachedRoute {
+            net: net_id,
+            oif,
+            flow: *flow,
+            route: route.clone(),
+            cookie,
+        });
+        Ok(route)
     }
 }
 

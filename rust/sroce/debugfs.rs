@@ -13,7 +13,7 @@
 //! with it. These files are for tests and debugging, not an interface.
 
 use super::{device::SroceDevice, io, recv::OpcodeCounts};
-use crate::net::addr::IpAddr;
+use crate::net::{addr::IpAddr, route::RouteCache};
 use crate::rdma::device::{Device, Registry};
 use crate::roce::{
     bth::Bth,
@@ -136,7 +136,8 @@ fn send_gsi(dev: &Device<SroceDevice>, flow: &io::Flow, psn: u32, payload: usize
         src_qp: 1,
     });
     let len = packet_len(opcode, payload).map_err(|_| EINVAL)? - ICRC_LEN;
-    io::send(dev, flow, len, |buf| {
+    // A test packet: its route is looked up for it alone.
+    io::send(dev, &mut RouteCache::new(), flow, len, |buf| {
         let at = headers.write(payload, buf).map_err(|_| EINVAL)?;
         let body = buf.get_mut(at..at + payload).ok_or(EINVAL)?;
         for (i, b) in body.iter_mut().enumerate() {

@@ -12,6 +12,7 @@ use super::{
     rc_sessions::SessionOverride,
     ud_sessions::UdSessions,
 };
+use crate::net::route::RouteCache;
 use crate::rdma::{
     attr::IbMtu,
     device::{Device, PORT},
@@ -62,6 +63,8 @@ pub(crate) struct QpInner {
     pub(crate) sessions_override: SessionOverride,
     /// A UD QP's session groups, one per destination.
     pub(crate) ud_sessions: UdSessions,
+    /// The routes of the flows this QP sent on last.
+    pub(crate) routes: RouteCache,
 }
 
 /// sroce's state of one queue pair.
@@ -232,6 +235,7 @@ pub(crate) fn create(
                     rc: None,
                     sessions_override: SessionOverride::default(),
                     ud_sessions: UdSessions::default(),
+                    routes: RouteCache::new(),
                 },
                 "sroce::qp"
             ),
@@ -312,21 +316,35 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
     dev.data().free_qpn(qp.data().qpn);
 }
 
-/// The send doorbell: runs the requester if the QP may send.
+/// The send doorbell of a user QP (the `write()` of an empty POST_SEND,
+/// process context): the caller's own context runs a pass of the QP, as
+/// rxe runs a user QP's requester in the caller, so a message leaves
+/// without a hop to the work item. If the QP is busy (its work item or
+/// another doorbell holds it), the work item is scheduled instead: the
+/// holder may have looked at the ring before these WQEs were in it.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
-    let mut inner = qp.data().inner.lock();
+    // The published state: refusing needs no lock.
+    let state = qp.data().state();
+    if state == QpState::Reset as u8 || state == QpState::Init as u8 || state == QpState::Rtr as u8
+    {
+        return Err(EINVAL);
+    }
+    let Some(mut inner) = qp.data().inner.try_lock() else {
+        qp.data().shared.schedule();
+        return Ok(());
+    };
     match inner.attrs.state {
-        QpState::Reset | QpState::Init | QpState::Rtr => return Err(EINVAL),
+        QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
         QpState::Err => {
             // Work posted in the error state completes flushed.
             flush(qp, &mut inner.rings);
-            return Ok(());
+            Ok(())
         }
-        _ => {}
+        _ => {
+            super::rc::run_pass(qp, &mut inner);
+            Ok(())
+        }
     }
-    drop(inner);
-    qp.data().shared.schedule();
-    Ok(())
 }
 
 /// Moves the QP to the error state if one of its CQs overran (an overrun

@@ -29,6 +29,11 @@ pub(crate) fn fill(qp: &Qp<SroceDevice>, out: &mut DriverAttrs<'_>) -> Result {
     out.put_u32_hex(c"sq_psn", sq_psn)?;
     out.put_u32_hex(c"unacked_psn", una)?;
     out.put_u32_hex(c"rq_psn", rq_psn)?;
+    // Where the send work stands: WQEs in the ring not yet retired, those
+    // of them the engine has taken, and whether its window has room.
+    out.put_u32(c"sq_ring_pending", inner.rings.send.pending())?;
+    out.put_u32(c"sq_taken", rc.taken)?;
+    out.put_u32(c"sq_window_room", u32::from(rc.window_has_room()))?;
     let sessions = &rc.sessions;
     out.put_u32(
         c"session_group_size",

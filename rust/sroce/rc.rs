@@ -19,7 +19,7 @@ use super::{
     rc_timers::{Now, RcTimers},
     srq::Taken,
 };
-use crate::net::addr::IpAddr;
+use crate::net::{addr::IpAddr, route::RouteCache};
 use crate::rdma::{
     access::Access,
     av::AddressVector,
@@ -292,7 +292,7 @@ pub(crate) struct RcState {
     /// Tag of the next WQE taken (counts WQEs taken).
     next_tag: u32,
     /// WQEs taken from the ring and not yet retired.
-    taken: u32,
+    pub(crate) taken: u32,
     /// A WQE that failed locally and the status it completes with.
     local_error: Option<(u32, WcStatus)>,
     /// The status of the last WQE taken from the ring, which failed before
@@ -412,6 +412,11 @@ impl RcState {
         u64::try_from((now - self.epoch).as_micros_ceil()).unwrap_or(0)
     }
 
+    /// Whether the requester may take more WQEs (its window has room).
+    pub(crate) fn window_has_room(&self) -> bool {
+        self.sq.has_room()
+    }
+
     /// The QP enters RTS: the requester starts at `sq_psn`.
     pub(crate) fn ready_to_send(&mut self, a: &crate::rdma::qp::QpAttrs) {
         let mtu = self.sq.config().mtu;
@@ -422,13 +427,18 @@ impl RcState {
     }
 }
 
-/// The work item's body: due timers, received packets, then new send
-/// work, completions and the timers for what is outstanding.
+/// The work item's body.
 fn run(qp: &Qp<SroceDevice>) {
+    let mut guard = qp.data().lock();
+    run_pass(qp, &mut guard);
+}
+
+/// One pass over the QP, with it locked: due timers, received packets,
+/// then new send work, completions and the timers for what is outstanding.
+/// Bounded (see the budgets); what is left schedules the work item.
+pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     let shared = qp.data().shared();
     let counters = &qp.device().data().io.counters;
-    let mut guard = qp.data().lock();
-    let inner = &mut *guard;
     super::qp::check_cq_overrun(qp, inner);
     // QP1 (GSI) is a UD QP with a fixed number.
     if matches!(inner.attrs.qp_type, Some(QpType::Ud | QpType::Gsi)) {
@@ -483,7 +493,7 @@ fn run(qp: &Qp<SroceDevice>) {
         let polled = rc.sessions.poll(now_us);
         if let Some(s) = polled.probe {
             if rc.sq.is_empty() {
-                send_duplicate_probe(qp.device(), rc, s);
+                send_duplicate_probe(qp.device(), &mut inner.routes, rc, s);
             }
         }
         rc.timers.update(now, &rc.sq, polled.keep_polling, shared);
@@ -1017,6 +1027,7 @@ fn finish_recv(
 /// writes.
 pub(crate) fn send_packet(
     dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
     flow: &io::Flow,
     headers: &Headers,
     payload_len: usize,
@@ -1024,7 +1035,7 @@ pub(crate) fn send_packet(
 ) -> Result {
     let pad = crate::roce::packet::pad_len(payload_len) as usize;
     let total = headers.header_len() + payload_len + pad;
-    io::send(dev, flow, total, |buf| {
+    io::send(dev, routes, flow, total, |buf| {
         let n = headers.write(payload_len, buf).map_err(|_| EINVAL)?;
         let out = buf.get_mut(n..n + payload_len).ok_or(EINVAL)?;
         fill(out)?;
@@ -1039,10 +1050,12 @@ pub(crate) fn send_packet(
 /// requests is known to work), from the QP's RoCEv2 source port.
 fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply, ingress: i32) {
     let dev = qp.device();
-    let Some(rc) = inner.rc.as_mut() else { return };
+    let QpInner { rc, routes, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return };
     let flow = reply_flow(rc, ingress);
+    let dest_qpn = rc.dest_qpn;
     let ack = |op: Operation, psn: Psn, aeth: Aeth| {
-        let mut h = Headers::new(Bth::new(Opcode::new(Transport::Rc, op), rc.dest_qpn, psn));
+        let mut h = Headers::new(Bth::new(Opcode::new(Transport::Rc, op), dest_qpn, psn));
         h.aeth = Some(aeth);
         h
     };
@@ -1056,12 +1069,12 @@ fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply, ingress: 
                 _ => {}
             }
             let h = ack(Operation::Acknowledge, psn, aeth);
-            let _ = send_packet(dev, &flow, &h, 0, |_| Ok(()));
+            let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
         }
         Reply::AtomicAck { psn, aeth, orig } => {
             let mut h = ack(Operation::AtomicAcknowledge, psn, aeth);
             h.atomic_ack_eth = Some(AtomicAckEth { orig });
-            let _ = send_packet(dev, &flow, &h, 0, |_| Ok(()));
+            let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
         }
         // Queued: sent by the work item within its budget, from the
         // device the READ came in through.
@@ -1088,7 +1101,8 @@ fn reply_flow(rc: &RcState, ingress: i32) -> io::Flow {
 /// requester times out and asks again, and gets a NAK then.
 fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, budget: &mut u32) {
     let dev = qp.device();
-    let Some(rc) = inner.rc.as_mut() else { return };
+    let QpInner { rc, routes, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return };
     let flow = reply_flow(rc, rc.read_ingress);
     while *budget > 0 {
         let Some(p) = rc.resp.next_read_response() else {
@@ -1103,7 +1117,7 @@ fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, budget: &mut u
         h.aeth = p.aeth;
         let mr = dev.check_mr_access(p.rkey, qp.pd(), p.va, u64::from(p.len), Access::REMOTE_READ);
         let Ok(mr) = mr else { continue };
-        let _ = send_packet(dev, &flow, &h, p.len as usize, |out| {
+        let _ = send_packet(dev, routes, &flow, &h, p.len as usize, |out| {
             mr.copy_from(p.va, out)
         });
     }
@@ -1245,7 +1259,12 @@ fn perform_local(
 /// Sends a duplicate probe on session `s` of an idle QP: a zero-length RDMA
 /// WRITE Only with AckReq and the last acknowledged PSN, which the
 /// responder can only re-ACK (see `roce::session::health`).
-fn send_duplicate_probe(dev: &Device<SroceDevice>, rc: &mut RcState, s: SessionId) {
+fn send_duplicate_probe(
+    dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
+    rc: &mut RcState,
+    s: SessionId,
+) {
     let Some(flow) = rc.sessions.flow(s) else {
         return;
     };
@@ -1262,7 +1281,7 @@ fn send_duplicate_probe(dev: &Device<SroceDevice>, rc: &mut RcState, s: SessionI
         rkey: 0,
         dma_len: 0,
     });
-    if send_packet(dev, &flow, &h, 0, |_| Ok(())).is_ok() {
+    if send_packet(dev, routes, &flow, &h, 0, |_| Ok(())).is_ok() {
         rc.sessions.probe_sent(s, psn);
     }
 }
@@ -1287,7 +1306,9 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     let dev = qp.device();
     let caps = inner.attrs.caps;
     let sending = matches!(inner.attrs.state, QpState::Rts);
-    let QpInner { rings, rc, .. } = inner;
+    let QpInner {
+        rings, rc, routes, ..
+    } = inner;
     let Some(rc) = rc.as_mut() else { return };
     if sending {
         let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
@@ -1353,7 +1374,7 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             .sessions
             .flow_for(&p, wqe_len, mtu, now_us)
             .unwrap_or(rc.flow);
-        if let Err(s) = send_request(qp, dev, rc, &p, &flow) {
+        if let Err(s) = send_request(qp, dev, routes, rc, &p, &flow) {
             fail_local(rc, p.tag, s);
             break;
         }
@@ -1372,6 +1393,7 @@ fn post_taken(rc: &mut RcState, tag: u32, wqe: Option<SendWqe>) {
 fn send_request(
     qp: &Qp<SroceDevice>,
     dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
     rc: &RcState,
     p: &RequestPacket,
     flow: &io::Flow,
@@ -1416,7 +1438,7 @@ fn send_request(
         0
     };
     let mut local = None;
-    let r = send_packet(dev, flow, &h, payload, |out| match &w.data {
+    let r = send_packet(dev, routes, flow, &h, payload, |out| match &w.data {
         SendData::Inline { bytes, len } => {
             let src = bytes
                 .get(p.offset as usize..(*len).min(bytes.len()))

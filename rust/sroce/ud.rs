@@ -182,16 +182,19 @@ fn send_one(
         h.immdt = Some(ImmDt(w.imm_or_inv.to_ne_bytes()));
     }
     let mut local = None;
-    let r = send_packet(dev, &flow, &h, w.length as usize, |out| match &w.data {
-        SendData::Inline { bytes, len } => {
-            let src = bytes.get(..*len).ok_or(EINVAL)?;
-            out.get_mut(..src.len()).ok_or(EINVAL)?.copy_from_slice(src);
-            Ok(())
+    let routes = &mut inner.routes;
+    let r = send_packet(dev, routes, &flow, &h, w.length as usize, |out| {
+        match &w.data {
+            SendData::Inline { bytes, len } => {
+                let src = bytes.get(..*len).ok_or(EINVAL)?;
+                out.get_mut(..src.len()).ok_or(EINVAL)?.copy_from_slice(src);
+                Ok(())
+            }
+            SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), 0, out).map_err(|s| {
+                local = Some(s);
+                EFAULT
+            }),
         }
-        SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), 0, out).map_err(|s| {
-            local = Some(s);
-            EFAULT
-        }),
     });
     match (r, local) {
         (_, Some(s)) => Err(s),

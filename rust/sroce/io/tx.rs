@@ -12,14 +12,15 @@
 //! `ip_local_out()`/`ip6_local_out()`, which only fill in the IPv4 header
 //! checksum (masked by the ICRC) before netfilter and the neighbour layer.
 //!
-//! Per packet: one route lookup, one skb allocation (the only allocation),
-//! one pass of the CRC over the bytes the caller wrote. No copies.
+//! Per packet: one skb allocation (the only allocation), one pass of the
+//! CRC over the bytes the caller wrote, no copies; the route is looked up
+//! once per flow and kept while it holds (see [`RouteCache`]).
 
 use super::{counters::Counter, ROCE_V2_UDP_PORT};
 use crate::net::{
     addr::IpAddr,
     crc32::KernelCrc32,
-    route::{Route, UdpFlow},
+    route::{Route, RouteCache, UdpFlow},
     xmit::{Datagram, IpParams},
 };
 use crate::rdma::device::{Device, PORT};
@@ -63,7 +64,8 @@ pub(crate) enum OutPort {
     Routed,
 }
 
-/// Sends one RoCEv2 packet from `dev` along `flow`.
+/// Sends one RoCEv2 packet from `dev` along `flow`, its route taken from
+/// `routes` (looked up and kept there when it has none that holds).
 ///
 /// `build` gets a zeroed buffer of `max_len` bytes for the transport
 /// packet without its ICRC (BTH, extension headers, payload, pad) and
@@ -84,6 +86,7 @@ pub(crate) enum OutPort {
 /// (`rdma_get_gid_attr`, as rxe does) that arrives with address handles.
 pub(crate) fn send(
     dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
     flow: &Flow,
     max_len: usize,
     build: impl FnOnce(&mut [u8]) -> Result<usize>,
@@ -101,8 +104,9 @@ pub(crate) fn send(
         OutPort::Ifindex(i) => i,
         OutPort::Routed => 0,
     };
-    let route =
-        Route::output(ndev.net(), oif, &udp).inspect_err(|_| counters.inc(Counter::SendNoRoute))?;
+    let route = routes
+        .output(ndev.net(), oif, &udp)
+        .inspect_err(|_| counters.inc(Counter::SendNoRoute))?;
     drop(ndev);
     let r = build_and_send(route, &udp, flow, max_len, build);
     match r {
