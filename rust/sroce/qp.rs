@@ -317,9 +317,10 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 }
 
 /// The send doorbell of a user QP (the `write()` of an empty POST_SEND,
-/// process context): the caller's own context runs a pass of the QP, as
-/// rxe runs a user QP's requester in the caller, so a message leaves
-/// without a hop to the work item. If the QP is busy (its work item or
+/// process context): the caller's own context runs a pass of the QP, so a
+/// message leaves without waiting for a worker to wake up (rxe 7.3 queues
+/// its requester's work item here; its comment still speaks of process
+/// context). If the QP is busy (its work item or
 /// another doorbell holds it), the work item is scheduled instead: the
 /// holder may have looked at the ring before these WQEs were in it.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
