@@ -76,16 +76,25 @@ impl<S: ResourceStore> ResponderWith<S> {
             | O::RdmaWriteLastWithImmediate
             | O::RdmaWriteOnly
             | O::RdmaWriteOnlyWithImmediate => {
-                // SEND or WRITE: acknowledge what was received, without
-                // executing again: everything, unless a READ or atomic
-                // came after the duplicate; then only up to just before
-                // the first of them. A plain ACK covering a READ or atomic
-                // is an implicit NAK for it (the requester asks again and
-                // gets the replay), but some requesters (rxe) complete an
-                // atomic from a plain ACK of its PSN, without its result:
-                // never send one.
+                // SEND or WRITE: acknowledge everything received, without
+                // executing again, unless a READ or atomic came after the
+                // duplicate: then no reply at all. The requester went back
+                // to (at least) the duplicate, so it resends that READ or
+                // atomic too, and its replayed response acknowledges the
+                // duplicate implicitly. Every plain ACK would harm some
+                // requester (rxe): one covering an atomic's PSN completes
+                // the atomic without its result; one at a READ's PSNs
+                // completes the READ short; and one from before the READ
+                // (an older PSN) that reaches rxe while it takes that READ's
+                // responses resets its response sequence, so its next
+                // READ Response Middle fails the QP (rxe_comp.c
+                // `check_ack`, a WARN and flushed work).
+                let ack = self.duplicate_ack_psn(req.psn);
+                if ack != self.epsn.wrapping_sub(1) {
+                    return Reply::None;
+                }
                 Reply::Ack {
-                    psn: self.duplicate_ack_psn(req.psn),
+                    psn: ack,
                     aeth: ack_aeth(self.msn),
                 }
             }

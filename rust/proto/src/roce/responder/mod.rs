@@ -1101,7 +1101,7 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_write_is_not_acked_past_a_later_atomic() {
+    fn duplicate_write_before_a_later_atomic_is_not_acked() {
         let mut r = resp();
         let mut w = req(100, O::RdmaWriteOnly, 8);
         w.reth = Some(Reth {
@@ -1119,18 +1119,44 @@ mod tests {
         });
         exec(&mut r, &a);
         exec(&mut r, &req(102, O::SendOnly, 1));
-        // The WRITE again: ACKed up to itself, not over the atomic (whose
-        // response the requester may have lost).
-        let Decision::Reply(Reply::Ack { psn, .. }) = r.receive(&w, true) else {
-            panic!()
-        };
-        assert_eq!(psn, Psn::new(100));
+        // The WRITE again: no plain ACK, neither over the atomic (whose
+        // response the requester may have lost) nor from before it (stale
+        // for a requester already taking later responses); the atomic's
+        // replay acknowledges the WRITE.
+        assert_eq!(r.receive(&w, true), Decision::Reply(Reply::None));
         // The SEND after the atomic again: everything.
         let Decision::Reply(Reply::Ack { psn, .. }) = r.receive(&req(102, O::SendOnly, 1), true)
         else {
             panic!()
         };
         assert_eq!(psn, Psn::new(102));
+    }
+
+    #[test]
+    fn duplicate_write_before_a_later_read_is_not_acked() {
+        // WRITE 100, READ 101..=104, SEND 105; the WRITE comes again (the
+        // requester went back): no plain ACK, which rxe could take while
+        // it receives the READ's responses; the READ's replay acks it.
+        let mut r = resp();
+        let mut w = req(100, O::RdmaWriteOnly, 8);
+        w.reth = Some(Reth {
+            va: 0x3000,
+            rkey: 1,
+            dma_len: 8,
+        });
+        exec(&mut r, &w);
+        let mut rd = req(101, O::RdmaReadRequest, 0);
+        rd.reth = Some(Reth {
+            va: 0x1000,
+            rkey: 1,
+            dma_len: 4 * 256,
+        });
+        assert_eq!(exec(&mut r, &rd), Reply::Read);
+        drain(&mut r);
+        exec(&mut r, &req(105, O::SendOnly, 1));
+        assert_eq!(r.receive(&w, true), Decision::Reply(Reply::None));
+        // The READ again: replayed.
+        assert_eq!(r.receive(&rd, true), Decision::Reply(Reply::Read));
     }
 
     #[test]
