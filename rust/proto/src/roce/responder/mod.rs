@@ -725,6 +725,16 @@ mod tests {
         }
     }
 
+    /// `q` with a RETH for `len` bytes at `va` under rkey 1.
+    fn with_reth(mut q: Request, va: u64, len: u32) -> Request {
+        q.reth = Some(Reth {
+            va,
+            rkey: 1,
+            dma_len: len,
+        });
+        q
+    }
+
     fn exec(r: &mut Responder<4>, q: &Request) -> Reply {
         match r.receive(q, true) {
             Decision::Execute(w) => {
@@ -1103,12 +1113,7 @@ mod tests {
     #[test]
     fn duplicate_write_before_a_later_atomic_is_not_acked() {
         let mut r = resp();
-        let mut w = req(100, O::RdmaWriteOnly, 8);
-        w.reth = Some(Reth {
-            va: 0x3000,
-            rkey: 1,
-            dma_len: 8,
-        });
+        let w = with_reth(req(100, O::RdmaWriteOnly, 8), 0x3000, 8);
         exec(&mut r, &w);
         let mut a = req(101, O::FetchAdd, 0);
         a.atomic = Some(AtomicEth {
@@ -1138,19 +1143,9 @@ mod tests {
         // requester went back): no plain ACK, which rxe could take while
         // it receives the READ's responses; the READ's replay acks it.
         let mut r = resp();
-        let mut w = req(100, O::RdmaWriteOnly, 8);
-        w.reth = Some(Reth {
-            va: 0x3000,
-            rkey: 1,
-            dma_len: 8,
-        });
+        let w = with_reth(req(100, O::RdmaWriteOnly, 8), 0x3000, 8);
         exec(&mut r, &w);
-        let mut rd = req(101, O::RdmaReadRequest, 0);
-        rd.reth = Some(Reth {
-            va: 0x1000,
-            rkey: 1,
-            dma_len: 4 * 256,
-        });
+        let rd = with_reth(req(101, O::RdmaReadRequest, 0), 0x1000, 4 * 256);
         assert_eq!(exec(&mut r, &rd), Reply::Read);
         drain(&mut r);
         exec(&mut r, &req(105, O::SendOnly, 1));
