@@ -486,11 +486,19 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     // retired the whole window) would otherwise wait for a doorbell or a
     // packet that may never come: a process waiting for a completion of
     // work still in the ring posts nothing.
-    let more = more || sends_waiting(inner);
+    let mut more = more || sends_waiting(inner);
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
-        let polled = rc.sessions.poll(now_us);
+        let polled = rc.sessions.poll(rc.sq.oldest_tag(), now_us);
+        if polled.resend {
+            // A session stalled under unacknowledged requests and is down:
+            // the next pass resends them on a live one.
+            let a = rc.sq.go_back_now();
+            count_action(counters, &a);
+            rc.timers.on_action(now, &a);
+            more = true;
+        }
         if let Some(s) = polled.probe {
             if rc.sq.is_empty() {
                 send_duplicate_probe(qp.device(), &mut inner.routes, rc, s);
@@ -1470,7 +1478,7 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     while let Some(c) = rc.sq.pop_completion() {
         // A local operation went out on no session.
         if c.status == crate::roce::wc::WcStatus::Success && !c.op.is_local() {
-            rc.sessions.on_completed(c.tag, c.byte_len, now_us);
+            rc.sessions.on_completed(c.tag, now_us);
         }
         let w = rc
             .wqes

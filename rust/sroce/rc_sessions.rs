@@ -25,8 +25,9 @@ use crate::roce::{
     psn::Psn,
     requester::RequestPacket,
     session::{
-        group::{Group, GroupConfig, Policy, Session, SessionSpec},
+        group::{Group, GroupConfig, Policy, PollResult, Session, SessionSpec},
         health::probe_reply_matches,
+        ledger::Ledger,
         port_range::PortRange,
         SessionId, MAX_SESSIONS,
     },
@@ -102,18 +103,8 @@ pub(crate) struct QpSessions<const W: usize> {
     flows: KVec<io::Flow>,
     /// Holds the source ports of sessions 1.. for the QP's lifetime.
     _ports: KVec<ReservedPort>,
-    /// Session of each WQE's latest transmission.
-    by_tag: [u8; W],
-    /// When each WQE was first sent (µs).
-    sent_us: [u64; W],
-    /// Whether each WQE was resent (no RTT sample then: Karn).
-    resent: [bool; W],
-    /// WQEs reported resent in the current go-back round.
-    reported: [bool; W],
-    /// Tag of the next WQE whose first packet is new.
-    next_new: u32,
-    /// Where the current go-back round resends.
-    resend_on: u8,
+    /// The session each WQE in flight was last sent on.
+    ledger: Ledger<W>,
     /// What the group was built from, to rebuild it.
     origin: Origin,
     /// The distinct links (out net devices) the sessions leave through;
@@ -141,6 +132,9 @@ pub(crate) struct Polled {
     pub(crate) keep_polling: bool,
     /// Send a duplicate probe on this session (the QP is idle).
     pub(crate) probe: Option<SessionId>,
+    /// A session holding unacknowledged requests stalled and is down:
+    /// resend them now, on a live one.
+    pub(crate) resend: bool,
 }
 
 /// A net device sessions leave through, as last seen.
@@ -232,12 +226,7 @@ impl<const W: usize> QpSessions<W> {
                 group,
                 flows,
                 _ports: held,
-                by_tag: [0; W],
-                sent_us: [0; W],
-                resent: [false; W],
-                reported: [false; W],
-                next_new: 0,
-                resend_on: 0,
+                ledger: Ledger::new(),
                 origin,
                 links,
                 seen_epoch: super::events::link_epoch(),
@@ -267,12 +256,9 @@ impl<const W: usize> QpSessions<W> {
             return Ok(());
         }
         let mut fresh = Self::new(dev, self.origin, cfg, now_us)?;
-        fresh.next_new = self.next_new;
-        fresh.sent_us = self.sent_us;
+        fresh.ledger = Ledger::rebuilt(&self.ledger);
         fresh.last_failover_us = self.last_failover_us;
         fresh.max_failover_us = self.max_failover_us;
-        // Every WQE counts as sent on session 0, which every group has.
-        fresh.resent = [true; W];
         core::mem::swap(self, &mut *fresh);
         Ok(())
     }
@@ -303,10 +289,6 @@ impl<const W: usize> QpSessions<W> {
         self.group.config().policy
     }
 
-    fn slot(tag: u32) -> usize {
-        tag as usize % W
-    }
-
     /// The flow packet `p` of a `wqe_len`-byte message goes out on; the
     /// first packet of each message (or of its resend) is reported to the
     /// group.
@@ -317,45 +299,25 @@ impl<const W: usize> QpSessions<W> {
         mtu: u32,
         now_us: u64,
     ) -> Option<io::Flow> {
-        let i = Self::slot(p.tag);
         let packets = wqe_len.div_ceil(mtu.max(1)).max(1);
-        if p.retransmit {
-            if !self.reported[i] {
-                self.reported[i] = true;
-                self.resent[i] = true;
-                self.by_tag[i] = self.resend_on;
-                let _ = self.group.on_send(
-                    SessionId(self.resend_on),
-                    u64::from(wqe_len),
-                    packets,
-                    true,
-                    now_us,
-                );
-            }
-        } else if p.tag == self.next_new {
-            self.next_new = self.next_new.wrapping_add(1);
-            let sid = self.group.choose().map_or(0, |c| c.session.0);
-            self.by_tag[i] = sid;
-            self.sent_us[i] = now_us;
-            self.resent[i] = false;
-            self.reported[i] = false;
-            let _ = self
-                .group
-                .on_send(SessionId(sid), u64::from(wqe_len), packets, false, now_us);
-        }
-        let sid = usize::from(self.by_tag[i]);
-        self.flows.get(sid).or_else(|| self.flows.first()).copied()
+        let sid = self.ledger.on_packet(
+            &mut self.group,
+            p.tag,
+            p.retransmit,
+            wqe_len,
+            packets,
+            now_us,
+        );
+        self.flows
+            .get(usize::from(sid.0))
+            .or_else(|| self.flows.first())
+            .copied()
     }
 
-    /// Work request `tag` (`bytes` long) completed successfully.
-    pub(crate) fn on_completed(&mut self, tag: u32, bytes: u32, now_us: u64) {
-        let i = Self::slot(tag);
+    /// Work request `tag` completed successfully.
+    pub(crate) fn on_completed(&mut self, tag: u32, now_us: u64) {
         self.progressed(now_us);
-        let rtt = (!self.resent[i])
-            .then(|| u32::try_from(now_us.saturating_sub(self.sent_us[i])).unwrap_or(u32::MAX));
-        let _ = self
-            .group
-            .on_ack(SessionId(self.by_tag[i]), u64::from(bytes), rtt, now_us);
+        self.ledger.on_completed(&mut self.group, tag, now_us);
     }
 
     /// Acknowledgements (or READ responses) advanced inside the message
@@ -364,9 +326,7 @@ impl<const W: usize> QpSessions<W> {
     /// acknowledged in parts, and a slow but steady one must not run out).
     pub(crate) fn on_partial_ack(&mut self, tag: u32, now_us: u64) {
         self.progressed(now_us);
-        let _ = self
-            .group
-            .on_progress(SessionId(self.by_tag[Self::slot(tag)]), now_us);
+        self.ledger.on_partial_ack(&mut self.group, tag, now_us);
     }
 
     /// The requester goes back to its oldest unacknowledged request
@@ -374,12 +334,12 @@ impl<const W: usize> QpSessions<W> {
     /// and picks where to resend. `Err` when every session has spent its
     /// retries (the request fails with `RETRY_EXC_ERR`).
     pub(crate) fn go_back(&mut self, why: GoBack, oldest: Option<u32>, now_us: u64) -> Result {
-        let charged = SessionId(oldest.map_or(0, |t| self.by_tag[Self::slot(t)]));
+        let charged = oldest.map_or(SessionId(0), |t| self.ledger.session_of(t));
         let r = match why {
             GoBack::Timeout => self.group.on_timeout(charged, now_us),
             GoBack::SequenceNak => self.group.on_sequence_nak(charged, now_us),
             GoBack::Other => {
-                self.begin_round(charged.0);
+                self.ledger.begin_round(&mut self.group, charged, oldest);
                 return Ok(());
             }
         };
@@ -387,7 +347,8 @@ impl<const W: usize> QpSessions<W> {
         if a.failed_over {
             self.stall_began(oldest);
         }
-        self.begin_round(a.resend_on.0);
+        self.ledger
+            .begin_round(&mut self.group, a.resend_on, oldest);
         Ok(())
     }
 
@@ -406,7 +367,7 @@ impl<const W: usize> QpSessions<W> {
     /// or at the last completion if that came later.
     fn stall_began(&mut self, oldest: Option<u32>) {
         if self.stalled_since_us.is_none() {
-            let sent = oldest.map_or(0, |t| self.sent_us[Self::slot(t)]);
+            let sent = oldest.map_or(0, |t| self.ledger.sent_us(t));
             self.stalled_since_us = Some(sent.max(self.last_progress_us));
         }
     }
@@ -440,8 +401,11 @@ impl<const W: usize> QpSessions<W> {
         let Some(ndev) = dev.netdev(PORT) else {
             return false;
         };
-        let mut resend = None;
-        for (i, l) in self.links.iter_mut().enumerate() {
+        let mut resend = false;
+        for i in 0..self.links.len() {
+            let Some(l) = self.links.get_mut(i) else {
+                break;
+            };
             let up = ndev.net().link_up(l.ifindex);
             if up == l.up {
                 continue;
@@ -450,41 +414,44 @@ impl<const W: usize> QpSessions<W> {
             let r = self
                 .group
                 .on_link(u8::try_from(i).unwrap_or(u8::MAX), up, now_us);
-            if let Some(s) = r.resend_on {
-                resend = Some(s.0);
-            }
+            resend |= self.resend_round(&r, oldest);
         }
-        match resend {
-            Some(on) => {
-                self.stall_began(oldest);
-                self.begin_round(on);
-                true
-            }
-            None => false,
-        }
+        resend
     }
 
-    fn begin_round(&mut self, on: u8) {
-        self.resend_on = on;
-        self.reported = [false; W];
+    /// Starts the go-back round the group asked for in `r`, if it did (a
+    /// session holding unacknowledged requests went down; `oldest` is the
+    /// oldest one's tag): whether to resend now.
+    fn resend_round(&mut self, r: &PollResult, oldest: Option<u32>) -> bool {
+        let Some(on) = r.resend_on else {
+            return false;
+        };
+        self.stall_began(oldest);
+        self.ledger.begin_round(&mut self.group, on, oldest);
+        true
     }
 
     /// Time-driven health (stall detection, probe scheduling): whether the
     /// work item should keep waking up for it, and a session to probe with
-    /// a duplicate (one at a time, so its reply is unambiguous).
-    pub(crate) fn poll(&mut self, now_us: u64) -> Polled {
+    /// a duplicate (one at a time, so its reply is unambiguous), or a
+    /// resend because a session stalled (`oldest` is the oldest
+    /// unacknowledged request's tag).
+    pub(crate) fn poll(&mut self, oldest: Option<u32>, now_us: u64) -> Polled {
         if !self.is_multi() {
             return Polled {
                 keep_polling: false,
                 probe: None,
+                resend: false,
             };
         }
         let r = self.group.poll(now_us);
+        let resend = self.resend_round(&r, oldest);
         let due = r.duplicate_probes;
         let probe = (due != 0).then(|| SessionId(due.trailing_zeros() as u8));
         Polled {
             keep_polling: self.group.up_mask().count_ones() as usize != self.group.len(),
             probe,
+            resend,
         }
     }
 

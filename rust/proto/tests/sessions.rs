@@ -265,7 +265,8 @@ fn reorder_guard_sticks_while_busy() {
     let a = g.choose().unwrap().session;
     g.on_send(a, 100, 1, false, 0).unwrap();
     assert_eq!(g.choose().unwrap().session, a);
-    g.on_ack(a, 100, Some(10), 5).unwrap();
+    g.forget(a, 100);
+    g.on_ack(a, Some(10), 5).unwrap();
     assert_ne!(g.choose().unwrap().session, a);
 }
 
@@ -341,7 +342,7 @@ proptest! {
         // (which re-arms the timer) is at most one RTT after it.
         g.on_send(SessionId(0), 4096, 4, false, fail_at.saturating_sub(rtt)).unwrap();
         let armed = fail_at + rtt;
-        g.on_ack(SessionId(0), 0, None, armed).unwrap();
+        g.on_ack(SessionId(0), None, armed).unwrap();
         let mut deadline = armed + rto;
         let mut t;
         let mut i = 0;
@@ -668,7 +669,8 @@ impl Sim {
             let m = &self.msgs[self.oldest];
             let rtt = m.once.then(|| (self.now - m.sent_at) as u32);
             let (s, b) = (m.session, m.bytes());
-            if self.group.on_ack(s, b, rtt, self.now).unwrap()
+            self.group.forget(s, b);
+            if self.group.on_ack(s, rtt, self.now).unwrap()
                 && s == SessionId(0)
                 && self.now >= self.down.1
             {

@@ -602,22 +602,21 @@ impl<S: SessionStore> Group<S> {
         Ok(())
     }
 
-    /// One message of `bytes` sent (last) on `id` was acknowledged at
-    /// `now`; `rtt_us` is a sample if it was sent only once (Karn). ACK
-    /// progress: the session's budget is refilled and, if it was Down or
-    /// Probing (fallback or canary), it is Up again. Returns `true` if it
-    /// came back Up.
+    /// A message sent (last) on `id` was acknowledged at `now`; `rtt_us`
+    /// is a sample if it was sent only once (Karn). ACK progress: the
+    /// session's budget is refilled and, if it was Down or Probing
+    /// (fallback or canary), it is Up again. Returns `true` if it came
+    /// back Up. The message's outstanding count is the caller's to
+    /// [`forget`](Self::forget) (it may be counted nowhere after a
+    /// go-back: see [`Ledger`](super::ledger::Ledger)).
     pub fn on_ack(
         &mut self,
         id: SessionId,
-        bytes: u64,
         rtt_us: Option<u32>,
         now: u64,
     ) -> Result<bool, SessionError> {
         let cfg = self.cfg.health;
         let s = self.get_mut(id)?;
-        s.outstanding_bytes = s.outstanding_bytes.saturating_sub(bytes);
-        s.outstanding_msgs = s.outstanding_msgs.saturating_sub(1);
         s.counters.acked_messages = s.counters.acked_messages.saturating_add(1);
         if let Some(m) = rtt_us {
             s.rtt.sample(m);
@@ -625,6 +624,29 @@ impl<S: SessionStore> Group<S> {
         let ev = s.health.on_progress(now, &cfg);
         s.count(ev);
         Ok(ev == HealthEvent::WentUp)
+    }
+
+    /// One message of `bytes` counts as outstanding on `id` although it
+    /// has not been sent there yet (it will be resent there). Returns
+    /// whether `id` is in the group.
+    pub fn hold(&mut self, id: SessionId, bytes: u64) -> bool {
+        let Ok(s) = self.get_mut(id) else {
+            return false;
+        };
+        s.outstanding_bytes = s.outstanding_bytes.saturating_add(bytes);
+        s.outstanding_msgs = s.outstanding_msgs.saturating_add(1);
+        true
+    }
+
+    /// One message of `bytes` counted on `id` by [`on_send`](Self::on_send)
+    /// or [`hold`](Self::hold)
+    /// is no longer outstanding there (acknowledged, or moved to another
+    /// session by a resend).
+    pub fn forget(&mut self, id: SessionId, bytes: u64) {
+        if let Ok(s) = self.get_mut(id) {
+            s.outstanding_bytes = s.outstanding_bytes.saturating_sub(bytes);
+            s.outstanding_msgs = s.outstanding_msgs.saturating_sub(1);
+        }
     }
 
     /// Acknowledgements advanced inside a message last sent on `id` that
@@ -652,7 +674,10 @@ impl<S: SessionStore> Group<S> {
         Ok(ev == HealthEvent::WentUp)
     }
 
-    fn reset_outstanding(&mut self) {
+    /// Nothing is outstanding on any session any more: a go-back resends
+    /// every unacknowledged message, and each counts again where it is
+    /// resent.
+    pub fn clear_outstanding(&mut self) {
         for s in self.live_mut() {
             s.outstanding_bytes = 0;
             s.outstanding_msgs = 0;
@@ -663,7 +688,7 @@ impl<S: SessionStore> Group<S> {
         if self.retry_exceeded() {
             return Err(SessionError::RetryExceeded);
         }
-        self.reset_outstanding();
+        self.clear_outstanding();
         let up = self
             .session(charged)
             .is_some_and(|s| s.health.is_up() && !s.health.is_exhausted());
@@ -731,10 +756,12 @@ impl<S: SessionStore> Group<S> {
     }
 
     fn finish(&mut self, mut r: PollResult, resend: bool) -> PollResult {
+        // The caller resends every unacknowledged message on `resend_on`:
+        // each counts again there as it goes out (see `Ledger`).
         if resend {
-            self.reset_outstanding();
             match self.target() {
                 Ok((i, _)) => {
+                    self.clear_outstanding();
                     self.note_chosen(i);
                     r.resend_on = Some(SessionId(i as u8));
                 }

@@ -17,6 +17,7 @@
 //! - [`rtt`]: Jacobson/Karels RTT estimation in fixed point;
 //! - [`health`]: the per-session health state machine and the timing math;
 //! - [`group`]: the session group and the selection policies;
+//! - [`ledger`]: which session each unacknowledged message is counted on;
 //! - [`receiver`]: which 5-tuples a QP accepts packets from.
 //!
 //! Ordering is unaffected by sessions: PSNs are per QP, the responder
@@ -27,6 +28,7 @@
 pub mod ctl;
 pub mod group;
 pub mod health;
+pub mod ledger;
 pub mod port_range;
 pub mod receiver;
 pub mod rtt;
@@ -36,6 +38,7 @@ pub use group::{
     SessionSpec, TimeoutAction,
 };
 pub use health::{Health, HealthConfig, HealthEvent, State};
+pub use ledger::Ledger;
 pub use port_range::{PortAllocator, PortRange};
 pub use receiver::{FiveTuple, NetAddr, PeerKind, ReceiveFilter, Reject, RxSession, Verdict};
 pub use rtt::RttEstimator;

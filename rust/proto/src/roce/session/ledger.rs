@@ -1,0 +1,300 @@
+//! Which session each unacknowledged message of an RC QP is counted on.
+//!
+//! The group keeps per-session outstanding counts (for `has_outstanding`,
+//! which decides whether a session going down needs a resend, and for the
+//! least-outstanding policy). A go-back resets them all, because every
+//! unacknowledged message is then resent, on the session the go-back
+//! picked. The resend reaches the messages one by one, though: a message
+//! whose first transmission was delivered after all (a late packet on a
+//! slower path) can complete before its resend is reported, and it must
+//! then not be taken off any session's count, or the count of the session
+//! it was first sent on drops below what that session really carries,
+//! and a later link failure there would find "nothing outstanding" to
+//! fail over. The ledger remembers per message whether and where it is
+//! counted, so the counts always equal the messages they stand for.
+//!
+//! Messages are known by their tag (the work request's sequence number);
+//! at most `W` are unacknowledged at a time.
+
+use super::{
+    group::{Group, SessionStore},
+    SessionId,
+};
+
+/// One unacknowledged message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Entry {
+    /// Its tag (the slot is `tag % W`).
+    tag: u32,
+    /// Sent and not completed.
+    live: bool,
+    /// The session of its latest transmission.
+    sent_on: u8,
+    /// The session whose outstanding count holds it.
+    counted_on: Option<u8>,
+    /// Sent more than once (no RTT sample then: Karn).
+    resent: bool,
+    /// Resent in the current go-back round.
+    reported: bool,
+    /// Its payload length.
+    bytes: u32,
+    /// When it was first sent (µs).
+    sent_us: u64,
+}
+
+/// The messages of one QP in flight, indexed by tag modulo `W`.
+#[derive(Clone, Debug)]
+pub struct Ledger<const W: usize> {
+    slots: [Entry; W],
+    /// Tag of the next message whose first packet is new.
+    next_new: u32,
+    /// Where the current go-back round resends.
+    resend_on: SessionId,
+}
+
+impl<const W: usize> Default for Ledger<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const W: usize> Ledger<W> {
+    /// A ledger for a QP that has sent nothing yet.
+    pub const fn new() -> Self {
+        const EMPTY: Entry = Entry {
+            tag: 0,
+            live: false,
+            sent_on: 0,
+            counted_on: None,
+            resent: false,
+            reported: false,
+            bytes: 0,
+            sent_us: 0,
+        };
+        Self {
+            slots: [EMPTY; W],
+            next_new: 0,
+            resend_on: SessionId(0),
+        }
+    }
+
+    /// A ledger that takes over from `old` for a newly built group: the
+    /// messages in flight stay known (first send time, next tag) but are
+    /// counted nowhere and count as resent on session 0, which every group
+    /// has.
+    pub fn rebuilt(old: &Self) -> Self {
+        let mut l = Self::new();
+        l.next_new = old.next_new;
+        for (n, o) in l.slots.iter_mut().zip(old.slots.iter()) {
+            *n = Entry {
+                sent_on: 0,
+                counted_on: None,
+                resent: true,
+                reported: false,
+                ..*o
+            };
+        }
+        l
+    }
+
+    fn entry(&self, tag: u32) -> Entry {
+        let i = (tag as usize).checked_rem(W).unwrap_or(0);
+        self.slots.get(i).copied().unwrap_or_default()
+    }
+
+    fn entry_mut(&mut self, tag: u32) -> Option<&mut Entry> {
+        let i = (tag as usize).checked_rem(W)?;
+        self.slots.get_mut(i)
+    }
+
+    /// The session a packet of message `tag` (`bytes` of payload in
+    /// `packets` packets) goes out on; `retransmit` if it is a resend. The
+    /// first packet of a new message asks the group's policy; the first
+    /// packet of each message resent in a go-back round goes on the
+    /// round's session.
+    pub fn on_packet<S: SessionStore>(
+        &mut self,
+        g: &mut Group<S>,
+        tag: u32,
+        retransmit: bool,
+        bytes: u32,
+        packets: u32,
+        now: u64,
+    ) -> SessionId {
+        let resend_on = self.resend_on;
+        let new = !retransmit && tag == self.next_new;
+        if new {
+            self.next_new = self.next_new.wrapping_add(1);
+        }
+        let Some(e) = self.entry_mut(tag) else {
+            return SessionId(0);
+        };
+        if retransmit && !e.reported {
+            e.uncount(g);
+            e.reported = true;
+            e.resent = true;
+            e.sent_on = resend_on.0;
+            e.bytes = bytes;
+            let sent = g.on_send(resend_on, u64::from(bytes), packets, true, now);
+            e.counted_on = sent.is_ok().then_some(resend_on.0);
+        } else if new {
+            // A message that left the window without completing (an error
+            // flushed it) is no longer outstanding anywhere.
+            e.uncount(g);
+            let on = g.choose().map_or(SessionId(0), |c| c.session);
+            *e = Entry {
+                tag,
+                live: true,
+                sent_on: on.0,
+                counted_on: None,
+                resent: false,
+                reported: false,
+                bytes,
+                sent_us: now,
+            };
+            let sent = g.on_send(on, u64::from(bytes), packets, false, now);
+            e.counted_on = sent.is_ok().then_some(on.0);
+        }
+        SessionId(e.sent_on)
+    }
+
+    /// Message `tag` completed successfully at `now`: acknowledged on the
+    /// session of its latest transmission, and no longer outstanding.
+    pub fn on_completed<S: SessionStore>(&mut self, g: &mut Group<S>, tag: u32, now: u64) {
+        let Some(e) = self.entry_mut(tag) else {
+            return;
+        };
+        if e.tag != tag || !e.live {
+            return;
+        }
+        e.uncount(g);
+        e.live = false;
+        let rtt =
+            (!e.resent).then(|| u32::try_from(now.saturating_sub(e.sent_us)).unwrap_or(u32::MAX));
+        let _ = g.on_ack(SessionId(e.sent_on), rtt, now);
+    }
+
+    /// Acknowledgements advanced inside message `tag`, still incomplete:
+    /// progress of the session that carried it.
+    pub fn on_partial_ack<S: SessionStore>(&mut self, g: &mut Group<S>, tag: u32, now: u64) {
+        let _ = g.on_progress(self.session_of(tag), now);
+    }
+
+    /// A go-back round begins: every message in flight from `oldest` (the
+    /// oldest unacknowledged one's tag) on is resent on `on`, and counts
+    /// there from now on, before its resend goes out: a session the round
+    /// is about to use holds them if its link goes down meanwhile.
+    pub fn begin_round<S: SessionStore>(
+        &mut self,
+        g: &mut Group<S>,
+        on: SessionId,
+        oldest: Option<u32>,
+    ) {
+        g.clear_outstanding();
+        for e in self.slots.iter_mut() {
+            e.counted_on = None;
+            e.reported = false;
+        }
+        self.resend_on = on;
+        let Some(first) = oldest else {
+            return;
+        };
+        let n = self.next_new.wrapping_sub(first).min(W as u32);
+        for k in 0..n {
+            let tag = first.wrapping_add(k);
+            if let Some(e) = self.entry_mut(tag) {
+                if e.tag == tag && e.live && g.hold(on, u64::from(e.bytes)) {
+                    e.counted_on = Some(on.0);
+                }
+            }
+        }
+    }
+
+    /// The session message `tag` was last sent on.
+    pub fn session_of(&self, tag: u32) -> SessionId {
+        SessionId(self.entry(tag).sent_on)
+    }
+
+    /// When message `tag` was first sent (µs).
+    pub fn sent_us(&self, tag: u32) -> u64 {
+        self.entry(tag).sent_us
+    }
+}
+
+impl Entry {
+    /// Takes the message off the count it is on, if any.
+    fn uncount<S: SessionStore>(&mut self, g: &mut Group<S>) {
+        if let Some(s) = self.counted_on.take() {
+            g.forget(SessionId(s), u64::from(self.bytes));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roce::session::{GroupConfig, Policy, SessionGroup, SessionSpec};
+
+    fn group() -> SessionGroup<2> {
+        let specs = [
+            SessionSpec {
+                src_port: 61000,
+                local_addr: 0,
+            },
+            SessionSpec {
+                src_port: 61001,
+                local_addr: 1,
+            },
+        ];
+        let mut cfg = GroupConfig::DEFAULT;
+        cfg.policy = Policy::RoundRobin;
+        cfg.reorder_guard = false;
+        SessionGroup::<2>::new(&cfg, &specs, 0, Some(1000), 0).unwrap()
+    }
+
+    /// A message first sent on session 1 completes after a go-back but
+    /// before its resend was reported (its late first copy was accepted),
+    /// while a new message rides session 1: session 1 still counts that
+    /// one, so its link going down must resend.
+    #[test]
+    fn completion_before_its_resend_leaves_the_other_counts() {
+        let mut g = group();
+        let mut l = Ledger::<8>::new();
+        assert_eq!(l.on_packet(&mut g, 0, false, 100, 1, 0), SessionId(0));
+        assert_eq!(l.on_packet(&mut g, 1, false, 100, 1, 0), SessionId(1));
+        // A sequence NAK for message 0: go back, resend on session 0.
+        let a = g.on_sequence_nak(SessionId(0), 10).unwrap();
+        l.begin_round(&mut g, a.resend_on, Some(0));
+        assert_eq!(l.on_packet(&mut g, 0, true, 100, 1, 10), SessionId(0));
+        // Message 0's resend and message 1's late original are accepted;
+        // message 1 completes before its resend.
+        l.on_completed(&mut g, 0, 20);
+        l.on_completed(&mut g, 1, 20);
+        // Message 2 goes out on session 1 (round-robin), then session 1's
+        // link goes down while it is outstanding.
+        let on = l.on_packet(&mut g, 2, false, 100, 1, 30);
+        assert_eq!(g.session(on).unwrap().outstanding_msgs(), 1);
+        let r = g.on_link(on.0, false, 40);
+        assert!(r.went_down != 0);
+        assert!(
+            r.resend_on.is_some(),
+            "the message on the dead link is resent"
+        );
+    }
+
+    /// A message resent twice in one round is counted once.
+    #[test]
+    fn resend_counted_once_per_round() {
+        let mut g = group();
+        let mut l = Ledger::<8>::new();
+        l.on_packet(&mut g, 0, false, 3000, 3, 0);
+        l.begin_round(&mut g, SessionId(1), Some(0));
+        for _ in 0..3 {
+            assert_eq!(l.on_packet(&mut g, 0, true, 3000, 3, 5), SessionId(1));
+        }
+        assert_eq!(g.session(SessionId(1)).unwrap().outstanding_msgs(), 1);
+        assert_eq!(g.session(SessionId(0)).unwrap().outstanding_msgs(), 0);
+        l.on_completed(&mut g, 0, 9);
+        assert!(!g.has_outstanding());
+    }
+}
