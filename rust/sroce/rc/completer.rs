@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer side of an RC QP: responses in (ACKs, NAKs, READ and
+//! atomic responses) through the protocol core's completer, send
+//! completions out to the CQ, and the error state.
+
+use super::{
+    payload::scatter,
+    requester::{count_action, fail_local, go_back},
+    SQ_DEPTH,
+};
+use crate::rdma::{
+    access::Access,
+    qp::Qp,
+    wc::{Completion, WcOpcode, WcStatus},
+    wqe::SendData,
+};
+use crate::roce::{
+    aeth::{NakCode, Syndrome},
+    completer::{Action, Response, ResponseKind},
+    packet::Headers,
+};
+use crate::sroce::{
+    cq,
+    device::SroceDevice,
+    io::{counters::Counter, RxPacket},
+    qp::QpInner,
+    rc_sessions::GoBack,
+    rc_timers::Now,
+};
+use kernel::time::{Instant, Monotonic};
+
+pub(super) fn on_response(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    h: &Headers,
+    pkt: &RxPacket,
+    header_len: usize,
+    payload_len: usize,
+    now: Now,
+) {
+    let dev = qp.device();
+    let counters = &dev.data().io.counters;
+    let Some(rc) = inner.rc.as_mut() else { return };
+    let Ok(r) = Response::from_headers(h, payload_len) else {
+        return;
+    };
+    let seq_nak = matches!(
+        r.kind,
+        ResponseKind::Ack(Syndrome::Nak(NakCode::PsnSequenceError))
+    );
+    if seq_nak {
+        counters.inc(Counter::RcvdSeqNak);
+    }
+    let why = if seq_nak {
+        GoBack::SequenceNak
+    } else {
+        GoBack::Other
+    };
+    if rc.sq.is_empty() {
+        if let ResponseKind::Ack(Syndrome::Ack { .. }) = r.kind {
+            let now_us = rc.now_us(now);
+            rc.sessions.on_idle_ack(r.psn, now_us);
+        }
+    }
+    let oldest = rc.sq.oldest_tag();
+    let action = go_back(rc, why, now, |sq| sq.on_response(&r));
+    if let (
+        Some(tag),
+        Action::Progress | Action::PlaceReadData { .. } | Action::AtomicResult { .. },
+    ) = (oldest, action)
+    {
+        let now_us = rc.now_us(now);
+        rc.sessions.on_partial_ack(tag, now_us);
+    }
+    count_action(counters, &action);
+    rc.timers.on_action(now, &action);
+    match action {
+        Action::PlaceReadData { tag, offset, len } => {
+            let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH).copied() else {
+                return;
+            };
+            let ok = match (&w.data, rc.scratch.get_mut(..len as usize)) {
+                (SendData::Sges(sges), Some(buf)) => match pkt.copy_to(header_len, buf) {
+                    Ok(()) => scatter(dev, qp, sges.as_slice(), offset, buf, Access::LOCAL_WRITE),
+                    Err(_) => Err(WcStatus::LocLenErr),
+                },
+                _ => Err(WcStatus::LocLenErr),
+            };
+            if let Err(s) = ok {
+                fail_local(rc, tag, s);
+            }
+        }
+        Action::AtomicResult { tag, orig } => {
+            let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH).copied() else {
+                return;
+            };
+            let ok = match &w.data {
+                SendData::Sges(sges) => scatter(
+                    dev,
+                    qp,
+                    sges.as_slice(),
+                    0,
+                    &orig.to_ne_bytes(),
+                    Access::LOCAL_WRITE,
+                ),
+                SendData::Inline { .. } => Err(WcStatus::LocQpOpErr),
+            };
+            if let Err(s) = ok {
+                fail_local(rc, tag, s);
+            }
+        }
+        // The rest needs nothing beyond the timers (above), and the
+        // completions and sending that follow.
+        _ => {}
+    }
+}
+
+/// Posts the send completions the engine has produced and retires their
+/// ring slots.
+pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    let signal_all = inner.attrs.signal_all;
+    let QpInner { rings, rc, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return };
+    let now_us = rc.now_us(Instant::<Monotonic>::now());
+    while let Some(c) = rc.sq.pop_completion() {
+        // A local operation went out on no session.
+        if c.status == crate::roce::wc::WcStatus::Success && !c.op.is_local() {
+            rc.sessions.on_completed(c.tag, now_us);
+        }
+        let w = rc
+            .wqes
+            .get_mut(c.tag as usize % SQ_DEPTH)
+            .and_then(Option::take);
+        let mut status = WcStatus::from_code(u32::from(c.status.code()));
+        if let Some((tag, s)) = rc.local_error {
+            if tag == c.tag {
+                status = s;
+            }
+        }
+        // The slot goes back before the completion is visible: a process
+        // that polls it may post into the slot at once (a full ring of one
+        // WQE otherwise refuses the next post).
+        rings.send.retire();
+        rc.taken = rc.taken.saturating_sub(1);
+        let signaled = w.is_some_and(|w| w.flags.signaled) || signal_all;
+        if signaled || status != WcStatus::Success {
+            let (wr_id, opcode, byte_len) = match w {
+                Some(w) => (w.wr_id, w.op.completion(), w.length),
+                None => (0, WcOpcode::Send, 0),
+            };
+            let comp = Completion {
+                wr_id,
+                status,
+                opcode,
+                byte_len,
+                imm_data: None,
+                invalidated_rkey: None,
+                qp_num: qp.data().qpn(),
+                src_qp: 0,
+                grh: false,
+            };
+            let _ = cq::post(qp.send_cq(), qp, &comp, false);
+        }
+    }
+}
+
+/// The QP enters the error state: what the engines hold completes (the
+/// failed request with its error, the rest flushed), then everything still
+/// in the rings is flushed, in order.
+pub(crate) fn enter_error(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    if let Some(rc) = inner.rc.as_mut() {
+        rc.sq.set_error();
+        rc.resp.set_error();
+        // A WQE taken from a shared queue belongs to this QP now: flushed
+        // with it (one from the QP's own ring is flushed from the ring).
+        if qp.srq().is_some() {
+            if let Some(w) = rc.recv.take() {
+                let c = Completion::flushed(w.wr_id, WcOpcode::Recv, qp.data().qpn());
+                let _ = cq::post(qp.recv_cq(), qp, &c, false);
+            }
+        }
+    }
+    complete_sends(qp, inner);
+    // The failed WQE is the last one taken: every one before it is still
+    // in the ring (taken, not completed) and flushes first.
+    let failed = inner
+        .rc
+        .as_ref()
+        .and_then(|rc| Some((rc.taken.checked_sub(1)?, rc.unposted_error?)));
+    inner.rc = None;
+    crate::sroce::qp::flush_failing(qp, &mut inner.rings, failed);
+}

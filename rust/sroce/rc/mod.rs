@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC data path of one queue pair: the protocol core's requester and
+//! responder engines driven from a work item, packets in through
+//! [`super::recv`] and out through [`super::io::send`].
+//!
+//! Everything runs in the QP's work item (process context) under the QP's
+//! lock; the receive softirq only queues packets ([`QpShared::queue_rx`])
+//! and schedules the work, and the QP's timer ([`super::rc_timers`]) only
+//! schedules it too. Not yet here: SEND with invalidate.
+//!
+//! This file holds the QP's state and one pass of its work item (timers,
+//! received packets, new send work, completions); the pass hands each job
+//! to the module that does it, along the data's path as in rxe:
+//! - [`requester`]: send WQEs out as request packets, go-back decisions;
+//! - [`responder`]: requests in, their effects and replies out;
+//! - [`completer`]: responses in, send completions out, the error state;
+//! - [`payload`]: bytes between local buffers and packets (also for UD).
+
+mod completer;
+mod payload;
+mod requester;
+mod responder;
+
+pub(crate) use completer::enter_error;
+use completer::{complete_sends, on_response};
+pub(crate) use payload::{gather, scatter, send_packet};
+use requester::{count_action, go_back, send, send_duplicate_probe};
+pub(crate) use responder::inner_max_recv_sge;
+use responder::{on_request, send_read_responses};
+
+use super::{
+    device::SroceDevice,
+    io,
+    io::{counters::Counter, RxPacket},
+    qp::QpInner,
+    rc_sessions::{GoBack, Origin, QpSessions, SessionOverride},
+    rc_timers::{Now, RcTimers},
+};
+use crate::net::addr::IpAddr;
+use crate::rdma::{
+    av::AddressVector,
+    device::Device,
+    qp::{Qp, QpLink, QpState, QpType},
+    wc::WcStatus,
+    wqe::{RecvWqe, SendWqe},
+};
+use crate::roce::{
+    opcode::Transport,
+    packet::Headers,
+    psn::Psn,
+    requester::{RequesterConfig, SendQueue},
+    responder::{ReadAtomicResource, ResponderConfig, ResponderWith},
+    segment::Mtu,
+};
+use kernel::{
+    alloc::KVBox,
+    new_spinlock_irq, new_work,
+    prelude::*,
+    sync::{Arc, ArcBorrow, SpinLockIrq},
+    time::{
+        hrtimer::{HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart, RelativeMode},
+        Instant, Monotonic,
+    },
+    workqueue::{Work, WorkItem},
+};
+
+/// Send work requests the requester engine holds at once (taken from the
+/// ring, not yet completed).
+const SQ_DEPTH: usize = 32;
+/// RDMA READ/atomic responder resources: as many as the device promises
+/// (`max_qp_rd_atom`), since initiators size their depth from it.
+const RD_ATOM: usize = super::limits::MAX_QP_RD_ATOM as usize;
+
+/// A responder's READ/atomic resources, on the heap (128 of them are 4 KiB:
+/// not for a kernel stack).
+pub(crate) struct ResourceSlots(KVVec<Option<ReadAtomicResource>>);
+
+impl AsRef<[Option<ReadAtomicResource>]> for ResourceSlots {
+    fn as_ref(&self) -> &[Option<ReadAtomicResource>] {
+        &self.0
+    }
+}
+
+impl AsMut<[Option<ReadAtomicResource>]> for ResourceSlots {
+    fn as_mut(&mut self) -> &mut [Option<ReadAtomicResource>] {
+        &mut self.0
+    }
+}
+/// Received packets queued for the work item at most; more are dropped
+/// (and counted), as a NIC's full receive FIFO would.
+const RX_QUEUE_LEN: usize = 512;
+/// Received packets an RC QP's work item takes per pass; the rest wait for
+/// the next pass, which it schedules (bounded time per pass: a peer's
+/// flood cannot hold a worker, nor delay the QP's teardown).
+const RX_PER_PASS: usize = 64;
+/// RDMA READ response packets an RC QP's work item sends per pass (its
+/// own or replayed); the rest go in later passes.
+const READ_RESPONSES_PER_PASS: u32 = 32;
+/// Largest payload of one packet (path MTU 4096).
+const MAX_PAYLOAD: usize = 4096;
+
+/// What the receive softirq and the work item share for one QP; kept alive
+/// by the QP and by the device's QP table (and by a queued work item).
+#[pin_data]
+pub(crate) struct QpShared {
+    #[pin]
+    link: QpLink<SroceDevice>,
+    #[pin]
+    work: Work<QpShared>,
+    /// Wakes the work item when a requester deadline is due.
+    #[pin]
+    timer: HrTimer<QpShared>,
+    /// Received packets; `closed` once the QP is being destroyed.
+    #[pin]
+    rx: SpinLockIrq<RxQueue>,
+}
+
+/// Packets waiting for the work item.
+struct RxQueue {
+    packets: KVVec<RxPacket>,
+    /// An empty vector of the same capacity, swapped with `packets` when
+    /// the work item takes a batch (and given back empty).
+    spare: KVVec<RxPacket>,
+    /// A batch the work item took but did not finish, in reverse arrival
+    /// order (the next packet last); taken again before any new one.
+    backlog: KVVec<RxPacket>,
+    /// No more scheduling: the QP is going away.
+    closed: bool,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for QpShared { self.work }
+}
+
+kernel::impl_has_hr_timer! {
+    impl HasHrTimer<Self> for QpShared {
+        mode: RelativeMode<Monotonic>,
+        field: self.timer
+    }
+}
+
+impl HrTimerCallback for QpShared {
+    type Pointer<'a> = Arc<QpShared>;
+
+    fn run(
+        this: ArcBorrow<'_, QpShared>,
+        _ctx: HrTimerCallbackContext<'_, Self>,
+    ) -> HrTimerRestart {
+        // Hard interrupt context: only wake the work item, which checks
+        // the deadlines under the QP's lock.
+        Arc::<QpShared>::from(this).schedule();
+        HrTimerRestart::NoRestart
+    }
+}
+
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        // A destroyed QP's work does nothing; its queued packets go with
+        // the last reference.
+        this.link.with(run);
+    }
+}
+
+impl QpShared {
+    /// Shared state for a new QP.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                link <- QpLink::new(),
+                work <- new_work!("sroce::qp_work"),
+                timer <- HrTimer::new(),
+                rx <- new_spinlock_irq!(
+                    RxQueue {
+                        packets: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
+                        spare: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
+                        backlog: KVVec::new(),
+                        closed: false,
+                    },
+                    "sroce::qp_rx"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The link the rdma layer attaches to the QP.
+    pub(crate) fn link(&self) -> &QpLink<SroceDevice> {
+        &self.link
+    }
+
+    /// Queues a received packet for the work item and schedules it; false
+    /// if the queue is full (the packet is dropped). Any context.
+    pub(crate) fn queue_rx(self: Arc<Self>, pkt: RxPacket) -> bool {
+        let mut q = self.rx.lock();
+        if q.closed {
+            drop(q);
+            // The QP is going away: freed (as a drop) outside the lock.
+            drop(pkt);
+            return true;
+        }
+        let refused = q.packets.push_within_capacity(pkt).err();
+        // Under the lock, so that `close` cannot miss this queueing.
+        let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
+        drop(q);
+        // A refused packet is freed outside the IRQ-disabling lock.
+        let queued = refused.is_none();
+        drop(refused);
+        queued
+    }
+
+    /// Schedules the work item (no-op if it is already queued or the QP is
+    /// going away).
+    pub(crate) fn schedule(self: &Arc<Self>) {
+        let q = self.rx.lock();
+        if !q.closed {
+            let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
+        }
+        drop(q);
+    }
+
+    /// Stops scheduling, then waits for the work item to finish, so no
+    /// execution is left once the QP (and possibly the module) is gone.
+    /// Process context; the QP's locks must not be held.
+    pub(crate) fn close(&self) {
+        self.rx.lock().closed = true;
+        crate::rdma::work::flush(&self.work);
+    }
+
+    /// Takes every queued packet at once (the receive path goes on
+    /// queueing into the spare vector meanwhile); give the emptied vector
+    /// back with [`QpShared::return_batch`].
+    pub(crate) fn take_batch(&self) -> KVVec<RxPacket> {
+        let mut q = self.rx.lock();
+        let spare = core::mem::take(&mut q.spare);
+        core::mem::replace(&mut q.packets, spare)
+    }
+
+    /// Takes the unfinished batch, or else every queued packet, in reverse
+    /// arrival order (pop the next one); give it back with
+    /// [`QpShared::keep_backlog`].
+    fn take_backlog_or_batch(&self) -> KVVec<RxPacket> {
+        let mut q = self.rx.lock();
+        if !q.backlog.is_empty() {
+            return core::mem::take(&mut q.backlog);
+        }
+        drop(q);
+        let mut batch = self.take_batch();
+        batch.reverse();
+        batch
+    }
+
+    /// Gives back a batch from [`QpShared::take_backlog_or_batch`]: what
+    /// is left is taken first next time; an empty one is the next spare.
+    fn keep_backlog(&self, batch: KVVec<RxPacket>) {
+        if batch.is_empty() {
+            self.return_batch(batch);
+        } else {
+            self.rx.lock().backlog = batch;
+        }
+    }
+
+    /// Returns a batch's vector, emptied (packets are dropped outside the
+    /// IRQ-disabling lock), as the next spare.
+    pub(crate) fn return_batch(&self, mut batch: KVVec<RxPacket>) {
+        batch.clear();
+        let mut q = self.rx.lock();
+        if q.spare.capacity() < batch.capacity() {
+            q.spare = batch;
+            return;
+        }
+        drop(q);
+    }
+}
+
+/// The IP address of a GID (IPv4-mapped GIDs are IPv4).
+pub(crate) fn gid_ip(gid: &[u8; 16]) -> IpAddr {
+    if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
+        IpAddr::V4([gid[12], gid[13], gid[14], gid[15]])
+    } else {
+        IpAddr::V6(*gid)
+    }
+}
+
+/// The connection and engines of an RC QP from RTR on.
+pub(crate) struct RcState {
+    sq: SendQueue<SQ_DEPTH>,
+    resp: ResponderWith<ResourceSlots>,
+    flow: io::Flow,
+    dest_qpn: u32,
+    /// Send WQEs taken from the ring, by tag modulo `SQ_DEPTH`.
+    wqes: KVVec<Option<SendWqe>>,
+    /// Tag of the next WQE taken (counts WQEs taken).
+    next_tag: u32,
+    /// WQEs taken from the ring and not yet retired.
+    pub(crate) taken: u32,
+    /// A WQE that failed locally and the status it completes with.
+    local_error: Option<(u32, WcStatus)>,
+    /// The status of the last WQE taken from the ring, which failed before
+    /// the requester saw it (malformed, or refused by the requester): it
+    /// completes with this status when the QP enters the error state.
+    unposted_error: Option<WcStatus>,
+    /// The receive WQE of the SEND being received.
+    recv: Option<RecvWqe>,
+    /// Staging for one packet's payload.
+    scratch: KVec<u8>,
+    /// The transport and RNR timers.
+    timers: RcTimers,
+    /// The session group: which 5-tuple each message takes.
+    pub(crate) sessions: KVBox<QpSessions<SQ_DEPTH>>,
+    /// Origin of the sessions' microsecond clock.
+    epoch: Now,
+    /// The net device the last READ request came in through: its
+    /// responses go out through it (see [`send_reply`]).
+    read_ingress: i32,
+}
+
+impl RcState {
+    /// A connection as the attributes at RTR describe it.
+    pub(crate) fn new(
+        dev: &Device<SroceDevice>,
+        qpn: u32,
+        a: &crate::rdma::qp::QpAttrs,
+        ov: &SessionOverride,
+    ) -> Result<KBox<Self>> {
+        let av: AddressVector = a.av.ok_or(EINVAL)?;
+        let mtu = Mtu::from_ib(a.path_mtu as u8).ok_or(EINVAL)?;
+        let flow = io::Flow {
+            src: gid_ip(&av.sgid),
+            dst: gid_ip(&av.dgid),
+            // A one-session group: the port every RoCEv2 stack (rxe, the
+            // kernel's `rdma_get_udp_sport()`) would use.
+            src_port: crate::roce::session::port_range::roce_v2_sport(
+                av.flow_label,
+                qpn,
+                a.dest_qpn,
+            ),
+            tclass: av.traffic_class,
+            hop_limit: av.hop_limit,
+            out: io::OutPort::Device,
+        };
+        let defaults = *dev.data().sessions.lock();
+        let epoch = Instant::<Monotonic>::now();
+        let rto_us = crate::roce::timer::transport_timeout_ns(a.timeout).map(|ns| ns / 1000);
+        let origin = Origin {
+            qpn,
+            flow0: flow,
+            ports: defaults.ports,
+            retry_cnt: a.retry_cnt,
+            rto_us,
+        };
+        let sessions = QpSessions::new(dev, origin, &ov.apply(defaults.group), 0)?;
+        let mut rcfg = ResponderConfig::new(mtu);
+        rcfg.max_dest_rd_atomic = a.max_dest_rd_atomic.min(RD_ATOM as u8);
+        rcfg.min_rnr_timer = a.min_rnr_timer;
+        let slots = ResourceSlots(KVVec::from_elem(None, RD_ATOM, GFP_KERNEL)?);
+        let mut scratch = KVec::with_capacity(MAX_PAYLOAD, GFP_KERNEL)?;
+        scratch.resize(MAX_PAYLOAD, 0, GFP_KERNEL)?;
+        Ok(KBox::new(
+            Self {
+                sq: SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn)),
+                resp: ResponderWith::with_storage(slots, rcfg, Psn::new(a.rq_psn)),
+                flow,
+                dest_qpn: a.dest_qpn,
+                wqes: KVVec::from_elem(None, SQ_DEPTH, GFP_KERNEL)?,
+                next_tag: 0,
+                taken: 0,
+                local_error: None,
+                unposted_error: None,
+                recv: None,
+                scratch,
+                timers: RcTimers::new(a.timeout),
+                sessions,
+                epoch,
+                read_ingress: 0,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn requester_config(a: &crate::rdma::qp::QpAttrs, mtu: Mtu) -> RequesterConfig {
+        let mut cfg = RequesterConfig::new(mtu);
+        cfg.max_rd_atomic = a.max_rd_atomic;
+        cfg.retry_cnt = a.retry_cnt;
+        cfg.rnr_retry = a.rnr_retry;
+        cfg
+    }
+
+    /// The requester's next PSN, its oldest unacknowledged PSN and the
+    /// responder's expected PSN.
+    pub(crate) fn psns(&self) -> (u32, u32, u32) {
+        (
+            self.sq.next_psn().value(),
+            self.sq.una().value(),
+            self.resp.epsn().value(),
+        )
+    }
+
+    /// Applies a changed session override now (see
+    /// [`QpSessions::reconfigure`]).
+    pub(crate) fn reconfigure_sessions(
+        &mut self,
+        dev: &Device<SroceDevice>,
+        ov: &SessionOverride,
+    ) -> Result {
+        let cfg = ov.apply(dev.data().sessions.lock().group);
+        let now_us = self.now_us(Instant::<Monotonic>::now());
+        self.sessions.reconfigure(dev, &cfg, now_us)
+    }
+
+    /// Microseconds since the connection began, the sessions' clock.
+    fn now_us(&self, now: Now) -> u64 {
+        u64::try_from((now - self.epoch).as_micros_ceil()).unwrap_or(0)
+    }
+
+    /// Whether the requester may take more WQEs (its window has room).
+    pub(crate) fn window_has_room(&self) -> bool {
+        self.sq.has_room()
+    }
+
+    /// The QP enters RTS: the requester starts at `sq_psn`.
+    pub(crate) fn ready_to_send(&mut self, a: &crate::rdma::qp::QpAttrs) {
+        let mtu = self.sq.config().mtu;
+        self.sq = SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn));
+        self.timers.set_timeout(a.timeout);
+        let rto_us = crate::roce::timer::transport_timeout_ns(a.timeout).map(|ns| ns / 1000);
+        self.sessions.set_transport(a.retry_cnt, rto_us);
+    }
+}
+
+/// The work item's body.
+fn run(qp: &Qp<SroceDevice>) {
+    let mut guard = qp.data().lock();
+    run_pass(qp, &mut guard);
+}
+
+/// One pass over the QP, with it locked: due timers, received packets,
+/// then new send work, completions and the timers for what is outstanding.
+/// Bounded (see the budgets); what is left schedules the work item.
+pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    let shared = qp.data().shared();
+    let counters = &qp.device().data().io.counters;
+    super::qp::check_cq_overrun(qp, inner);
+    // QP1 (GSI) is a UD QP with a fixed number.
+    if matches!(inner.attrs.qp_type, Some(QpType::Ud | QpType::Gsi)) {
+        super::ud::run(qp, inner, shared);
+        return;
+    }
+    if inner.rc.is_none() {
+        // Not connected (or reset): drop what arrived. Work a kernel
+        // consumer posted in the error state completes flushed.
+        shared.return_batch(shared.take_backlog_or_batch());
+        if inner.attrs.state == QpState::Err {
+            super::qp::flush(qp, &mut inner.rings);
+        }
+        return;
+    }
+    let now: Now = Instant::<Monotonic>::now();
+    // Responses that arrived before this pass come first: when the work
+    // item runs late (a busy machine), the ACKs waiting for it restart the
+    // transport timer instead of a spurious timeout resending everything.
+    let more = receive_batch(qp, inner, shared, now);
+    if let Some(rc) = inner.rc.as_mut() {
+        let rc: &mut RcState = rc;
+        if rc.timers.expire(now, &mut rc.sq) {
+            counters.inc(Counter::LocalAckTimeout);
+            let a = go_back(rc, GoBack::Timeout, now, |sq| sq.on_timeout());
+            count_action(counters, &a);
+            rc.timers.on_action(now, &a);
+        }
+        let now_us = rc.now_us(now);
+        let oldest = rc.sq.oldest_tag();
+        if rc.sessions.refresh_links(qp.device(), oldest, now_us) {
+            // A session's link went down under unacknowledged requests:
+            // resend them on a live one now rather than at the timeout.
+            let a = rc.sq.go_back_now();
+            count_action(counters, &a);
+            rc.timers.on_action(now, &a);
+        }
+    }
+    // Completions first: the ACKs just received free send-queue slots that
+    // this pass's `send` can fill from the ring at once.
+    complete_sends(qp, inner);
+    send(qp, inner, now);
+    complete_sends(qp, inner);
+    // Room freed after `send` looked (local operations performed, ACKs that
+    // retired the whole window) would otherwise wait for a doorbell or a
+    // packet that may never come: a process waiting for a completion of
+    // work still in the ring posts nothing.
+    let mut more = more || sends_waiting(inner);
+    if let Some(rc) = inner.rc.as_mut() {
+        let rc: &mut RcState = rc;
+        let now_us = rc.now_us(now);
+        let polled = rc.sessions.poll(rc.sq.oldest_tag(), now_us);
+        if polled.resend {
+            // A session stalled under unacknowledged requests and is down:
+            // the next pass resends them on a live one.
+            let a = rc.sq.go_back_now();
+            count_action(counters, &a);
+            rc.timers.on_action(now, &a);
+            more = true;
+        }
+        if let Some(s) = polled.probe {
+            if rc.sq.is_empty() {
+                send_duplicate_probe(qp.device(), &mut inner.routes, rc, s);
+            }
+        }
+        rc.timers.update(now, &rc.sq, polled.keep_polling, shared);
+    }
+    if inner
+        .rc
+        .as_ref()
+        .is_some_and(|rc| rc.sq.is_error() || rc.resp.is_error())
+        && inner.attrs.state != QpState::Err
+    {
+        inner.attrs.state = QpState::Err;
+        qp.data().publish_state(QpState::Err);
+        enter_error(qp, inner);
+    }
+    if more {
+        shared.schedule();
+    }
+}
+
+/// Queued READ responses, then received packets until one must wait for
+/// them, within this pass's budgets; true if work is left for another pass.
+fn receive_batch(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    shared: &Arc<QpShared>,
+    now: Now,
+) -> bool {
+    let mut budget = READ_RESPONSES_PER_PASS;
+    send_read_responses(qp, inner, &mut budget);
+    let mut batch = shared.take_backlog_or_batch();
+    let mut taken = 0;
+    while taken < RX_PER_PASS {
+        let Some(pkt) = batch.pop() else { break };
+        if receive(qp, inner, &pkt, now) {
+            pkt.consume();
+            taken += 1;
+            continue;
+        }
+        // A request behind queued READ responses: they go first, then it
+        // is offered again (next pass if the budget ran out).
+        let _ = batch.push_within_capacity(pkt);
+        send_read_responses(qp, inner, &mut budget);
+        if reads_queued(inner) {
+            break;
+        }
+    }
+    send_read_responses(qp, inner, &mut budget);
+    let more = !batch.is_empty() || reads_queued(inner);
+    shared.keep_backlog(batch);
+    more
+}
+
+/// Whether WQEs wait in the send ring while the send queue has room for
+/// them (the QP sending).
+fn sends_waiting(inner: &QpInner) -> bool {
+    matches!(inner.attrs.state, QpState::Rts)
+        && inner.rc.as_ref().is_some_and(|rc| {
+            rc.sq.has_room() && !rc.sq.is_error() && inner.rings.send.pending() > rc.taken
+        })
+}
+
+fn reads_queued(inner: &QpInner) -> bool {
+    inner
+        .rc
+        .as_ref()
+        .is_some_and(|rc| rc.resp.read_responses_queued())
+}
+
+/// Takes one received packet; false if it is a request that must wait for
+/// queued READ responses (it is left untouched).
+fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) -> bool {
+    let Ok((h, rest)) = Headers::parse(pkt.head()) else {
+        return true;
+    };
+    let header_len = pkt.head().len() - rest.len();
+    let after = pkt.len() - header_len + crate::roce::icrc::ICRC_LEN;
+    let Ok(payload_len) = h.payload_len(after) else {
+        return true;
+    };
+    let op = h.bth.opcode.operation();
+    if h.bth.opcode.transport() != Transport::Rc {
+        return true;
+    }
+    // A connected QP only hears from its peer.
+    let from_peer = inner
+        .rc
+        .as_ref()
+        .is_some_and(|rc| pkt.src() == rc.flow.dst && pkt.dst() == rc.flow.src);
+    if !from_peer {
+        return true;
+    }
+    if op.is_response() {
+        on_response(qp, inner, &h, pkt, header_len, payload_len, now);
+    } else if op.is_request() && inner.attrs.state != QpState::Init {
+        return on_request(qp, inner, &h, pkt, header_len, payload_len);
+    }
+    true
+}

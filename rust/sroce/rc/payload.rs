@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Message bytes between local buffers and packets: the scatter/gather
+//! lists of work requests walked under the QP's PD, and a packet built
+//! around a payload. Shared by the RC and UD data paths.
+
+use crate::net::route::RouteCache;
+use crate::rdma::{access::Access, device::Device, qp::Qp, wc::WcStatus, wqe::Sge};
+use crate::roce::packet::Headers;
+use crate::sroce::{device::SroceDevice, io};
+use kernel::prelude::*;
+
+/// Walks the pieces of the local buffer `sges` that hold `len` message bytes
+/// from message byte `offset`: calls `f(lkey, addr, at, n)` for `n` bytes at
+/// `addr` that are message bytes `at..at + n` of the walk. `LocLenErr` if
+/// the buffer ends first.
+pub(super) fn for_each_piece(
+    sges: &[Sge],
+    mut offset: u32,
+    len: usize,
+    mut f: impl FnMut(u32, u64, usize, usize) -> core::result::Result<(), WcStatus>,
+) -> core::result::Result<(), WcStatus> {
+    let mut done = 0;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        if offset >= s.length {
+            offset -= s.length;
+            continue;
+        }
+        let n = ((s.length - offset) as usize).min(len - done);
+        f(s.lkey, s.addr.wrapping_add(u64::from(offset)), done, n)?;
+        done += n;
+        offset = 0;
+    }
+    if done == len {
+        Ok(())
+    } else {
+        Err(WcStatus::LocLenErr)
+    }
+}
+
+/// Writes `data` into the local buffer `sges` at message byte `offset`,
+/// checking each piece under the QP's PD with `right`.
+pub(crate) fn scatter(
+    dev: &Device<SroceDevice>,
+    qp: &Qp<SroceDevice>,
+    sges: &[Sge],
+    offset: u32,
+    data: &[u8],
+    right: Access,
+) -> core::result::Result<(), WcStatus> {
+    for_each_piece(sges, offset, data.len(), |lkey, addr, at, n| {
+        let mr = dev
+            .check_mr_access(lkey, qp.pd(), addr, n as u64, right)
+            .map_err(|_| WcStatus::LocProtErr)?;
+        let piece = data.get(at..at + n).ok_or(WcStatus::LocLenErr)?;
+        mr.copy_to(addr, piece).map_err(|_| WcStatus::LocProtErr)
+    })
+}
+
+/// Fills `out` from the local buffer `sges` at message byte `offset`.
+pub(crate) fn gather(
+    dev: &Device<SroceDevice>,
+    qp: &Qp<SroceDevice>,
+    sges: &[Sge],
+    offset: u32,
+    out: &mut [u8],
+) -> core::result::Result<(), WcStatus> {
+    let len = out.len();
+    for_each_piece(sges, offset, len, |lkey, addr, at, n| {
+        let mr = dev
+            .check_mr_access(lkey, qp.pd(), addr, n as u64, Access::NONE)
+            .map_err(|_| WcStatus::LocProtErr)?;
+        let piece = out.get_mut(at..at + n).ok_or(WcStatus::LocLenErr)?;
+        mr.copy_from(addr, piece).map_err(|_| WcStatus::LocProtErr)
+    })
+}
+
+/// Sends one packet with `headers` and `payload_len` bytes that `fill`
+/// writes.
+pub(crate) fn send_packet(
+    dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
+    flow: &io::Flow,
+    headers: &Headers,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let pad = crate::roce::packet::pad_len(payload_len) as usize;
+    let total = headers.header_len() + payload_len + pad;
+    io::send(dev, routes, flow, total, |buf| {
+        let n = headers.write(payload_len, buf).map_err(|_| EINVAL)?;
+        let out = buf.get_mut(n..n + payload_len).ok_or(EINVAL)?;
+        fill(out)?;
+        Ok(total)
+    })?;
+    Ok(())
+}

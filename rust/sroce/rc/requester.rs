@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester side of an RC QP: WQEs taken from the send ring into the
+//! protocol core's send queue, their packets out on the sessions, local
+//! operations, and the go-back decisions of the session group.
+
+use super::{
+    payload::{gather, send_packet},
+    RcState, SQ_DEPTH,
+};
+use crate::net::route::RouteCache;
+use crate::rdma::{
+    access::Access,
+    device::Device,
+    qp::{Qp, QpState},
+    rxe_abi::{SEND_WQE_HEADER, SGE_SIZE},
+    wc::WcStatus,
+    wqe::{SendData, SendOp, SendWqe, MAX_SGE},
+};
+use crate::roce::{
+    bth::Bth,
+    completer::Action,
+    ieth::Ieth,
+    immdt::ImmDt,
+    opcode::{ExtHeader, Opcode, Operation, Transport},
+    packet::Headers,
+    requester::{RequestPacket, SendQueue},
+    reth::Reth,
+    segment::WqeOp,
+    session::{health::probe_psn, SessionId},
+};
+use crate::sroce::{
+    device::SroceDevice, io, io::counters::Counter, qp::QpInner, rc_sessions::GoBack,
+    rc_timers::Now,
+};
+use kernel::prelude::*;
+
+/// The requester goes back (`why`): with several sessions the group
+/// charges the session that carried the oldest request and picks where to
+/// resend (the send queue's own retry budget is kept full: the group's
+/// per-session budgets decide, and the request fails only when all are
+/// spent); with one session the send queue decides alone, as in rxe.
+/// `step` is the send queue's own reaction (timeout or response).
+pub(super) fn go_back(
+    rc: &mut RcState,
+    why: GoBack,
+    now: Now,
+    step: impl FnOnce(&mut SendQueue<SQ_DEPTH>) -> Action,
+) -> Action {
+    let now_us = rc.now_us(now);
+    let multi = rc.sessions.is_multi();
+    if multi {
+        rc.sq.refill_retries();
+    }
+    let oldest = rc.sq.oldest_tag();
+    let a = step(&mut rc.sq);
+    if !matches!(a, Action::Retransmit { .. }) {
+        return a;
+    }
+    match rc.sessions.go_back(why, oldest, now_us) {
+        Err(_) if multi => rc.sq.abort(crate::roce::wc::WcStatus::RetryExcErr),
+        _ => a,
+    }
+}
+
+/// Counts what the requester does about a response or a timeout.
+pub(super) fn count_action(counters: &io::counters::IoCounters, a: &Action) {
+    match a {
+        Action::Retransmit { .. } => counters.inc(Counter::CompleterRetry),
+        Action::RnrWait { .. } => counters.inc(Counter::RcvdRnrNak),
+        Action::Fatal {
+            status: crate::roce::wc::WcStatus::RetryExcErr,
+        } => counters.inc(Counter::RetryExceeded),
+        Action::Fatal {
+            status: crate::roce::wc::WcStatus::RnrRetryExcErr,
+        } => counters.inc(Counter::RnrRetryExceeded),
+        _ => {}
+    }
+}
+
+/// Fails `tag` locally with `status`; the QP enters the error state.
+pub(super) fn fail_local(rc: &mut RcState, tag: u32, status: WcStatus) {
+    if rc.local_error.is_none() {
+        rc.local_error = Some((tag, status));
+    }
+    rc.sq.set_error();
+}
+
+/// The WQE just taken from the ring failed before the requester took it:
+/// the QP goes to the error state, and that WQE completes with `status`
+/// (the ones before it and after it flush).
+pub(super) fn fail_unposted(rc: &mut RcState, status: WcStatus) {
+    if rc.unposted_error.is_none() {
+        rc.unposted_error = Some(status);
+    }
+    rc.sq.set_error();
+}
+
+/// Performs the local operation `tag` (fast registration or local
+/// invalidate) on a region of the QP's PD; `LocQpOpErr` if it is refused,
+/// as rxe reports it.
+pub(super) fn perform_local(
+    qp: &Qp<SroceDevice>,
+    dev: &Device<SroceDevice>,
+    rc: &RcState,
+    tag: u32,
+) -> core::result::Result<(), WcStatus> {
+    let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH) else {
+        return Err(WcStatus::LocQpOpErr);
+    };
+    let (done, counter) = match w.op {
+        SendOp::RegMr => (
+            dev.fast_register(
+                qp.pd(),
+                w.fast_reg.key,
+                Access::from_raw(w.fast_reg.access as kernel::ffi::c_int),
+            ),
+            Counter::FastReg,
+        ),
+        SendOp::LocalInv => (dev.invalidate_key(qp.pd(), w.imm_or_inv), Counter::LocalInv),
+        _ => return Err(WcStatus::LocQpOpErr),
+    };
+    done.map_err(|_| WcStatus::LocQpOpErr)?;
+    dev.data().io.counters.inc(counter);
+    Ok(())
+}
+
+/// Sends a duplicate probe on session `s` of an idle QP: a zero-length RDMA
+/// WRITE Only with AckReq and the last acknowledged PSN, which the
+/// responder can only re-ACK (see `roce::session::health`).
+pub(super) fn send_duplicate_probe(
+    dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
+    rc: &mut RcState,
+    s: SessionId,
+) {
+    let Some(flow) = rc.sessions.flow(s) else {
+        return;
+    };
+    let psn = probe_psn(rc.sq.una());
+    let mut bth = Bth::new(
+        Opcode::new(Transport::Rc, Operation::RdmaWriteOnly),
+        rc.dest_qpn,
+        psn,
+    );
+    bth.ack_req = true;
+    let mut h = Headers::new(bth);
+    h.reth = Some(Reth {
+        va: 0,
+        rkey: 0,
+        dma_len: 0,
+    });
+    if send_packet(dev, routes, &flow, &h, 0, |_| Ok(())).is_ok() {
+        rc.sessions.probe_sent(s, psn);
+    }
+}
+
+/// The requester engine's operation for a WQE.
+pub(super) fn wqe_op(op: SendOp) -> WqeOp {
+    match op {
+        SendOp::Send => WqeOp::Send,
+        SendOp::SendWithImm => WqeOp::SendWithImm,
+        SendOp::SendWithInv => WqeOp::SendWithInv,
+        SendOp::Write => WqeOp::Write,
+        SendOp::WriteWithImm => WqeOp::WriteWithImm,
+        SendOp::Read => WqeOp::Read,
+        SendOp::CompareSwap => WqeOp::CompareSwap,
+        SendOp::FetchAdd => WqeOp::FetchAdd,
+        SendOp::LocalInv | SendOp::RegMr => WqeOp::Local,
+    }
+}
+
+/// Takes newly posted WQEs into the engine and sends what it allows.
+pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
+    let dev = qp.device();
+    let caps = inner.attrs.caps;
+    let sending = matches!(inner.attrs.state, QpState::Rts);
+    let QpInner {
+        rings, rc, routes, ..
+    } = inner;
+    let Some(rc) = rc.as_mut() else { return };
+    if sending {
+        let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
+        while rc.sq.has_room() && !rc.sq.is_error() && rings.send.pending() > rc.taken {
+            let tag = rc.next_tag;
+            let parsed = rings.send.copy_pending(rc.taken, &mut buf).and_then(|n| {
+                SendWqe::parse(
+                    &buf[..n],
+                    caps.max_send_sge as usize,
+                    caps.max_inline_data as usize,
+                )
+            });
+            let (wqe, op) = match parsed.map(|w| (w, wqe_op(w.op))) {
+                Ok(v) => v,
+                Err(_) => {
+                    post_taken(rc, tag, None);
+                    fail_unposted(rc, WcStatus::LocQpOpErr);
+                    break;
+                }
+            };
+            let len = if op.is_atomic() {
+                8
+            } else if op.is_local() {
+                0
+            } else {
+                wqe.length
+            };
+            let posted = rc.sq.post(crate::roce::requester::SendWqe {
+                tag,
+                op,
+                len,
+                fence: wqe.flags.fence,
+            });
+            if posted.is_err() {
+                post_taken(rc, tag, Some(wqe));
+                fail_unposted(rc, WcStatus::LocLenErr);
+                break;
+            }
+            post_taken(rc, tag, Some(wqe));
+        }
+    }
+    let now_us = rc.now_us(now);
+    let mtu = rc.sq.config().mtu.bytes();
+    loop {
+        // A local operation runs when the queue reaches it: after the
+        // packets of everything before it, before any packet after it.
+        if let Some(tag) = rc.sq.take_local() {
+            if let Err(s) = perform_local(qp, dev, rc, tag) {
+                fail_local(rc, tag, s);
+                break;
+            }
+            continue;
+        }
+        let Some(p) = rc.sq.next_packet() else { break };
+        if p.retransmit {
+            dev.data().io.counters.inc(Counter::RetransmittedPkts);
+        }
+        let wqe_len = match rc.wqes.get(p.tag as usize % SQ_DEPTH) {
+            Some(Some(w)) => w.length,
+            _ => 0,
+        };
+        let flow = rc
+            .sessions
+            .flow_for(&p, wqe_len, mtu, now_us)
+            .unwrap_or(rc.flow);
+        if let Err(s) = send_request(qp, dev, routes, rc, &p, &flow) {
+            fail_local(rc, p.tag, s);
+            break;
+        }
+    }
+}
+
+/// Records a WQE taken from the ring under `tag`.
+pub(super) fn post_taken(rc: &mut RcState, tag: u32, wqe: Option<SendWqe>) {
+    if let Some(slot) = rc.wqes.get_mut(tag as usize % SQ_DEPTH) {
+        *slot = wqe;
+    }
+    rc.next_tag = rc.next_tag.wrapping_add(1);
+    rc.taken += 1;
+}
+
+pub(super) fn send_request(
+    qp: &Qp<SroceDevice>,
+    dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
+    rc: &RcState,
+    p: &RequestPacket,
+    flow: &io::Flow,
+) -> core::result::Result<(), WcStatus> {
+    let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH) else {
+        return Err(WcStatus::LocQpOpErr);
+    };
+    let opcode = Opcode::new(Transport::Rc, p.operation);
+    let mut bth = Bth::new(opcode, rc.dest_qpn, p.psn);
+    bth.ack_req = p.ack_req;
+    bth.solicited = w.flags.solicited && p.operation.position().ends_message();
+    let mut h = Headers::new(bth);
+    let ext = opcode.ext_headers();
+    if let Some(span) = p.reth {
+        h.reth = Some(Reth {
+            va: w.remote.remote_addr.wrapping_add(u64::from(span.offset)),
+            rkey: w.remote.rkey,
+            dma_len: span.dma_len,
+        });
+    }
+    if ext.contains(ExtHeader::ImmDt) {
+        h.immdt = Some(ImmDt(w.imm_or_inv.to_ne_bytes()));
+    }
+    if ext.contains(ExtHeader::Ieth) {
+        h.ieth = Some(Ieth { rkey: w.imm_or_inv });
+    }
+    if ext.contains(ExtHeader::AtomicEth) {
+        h.atomic_eth = Some(crate::roce::atomic_eth::AtomicEth {
+            va: w.remote.remote_addr,
+            rkey: w.remote.rkey,
+            swap_add: if w.op == SendOp::CompareSwap {
+                w.remote.swap
+            } else {
+                w.remote.compare_add
+            },
+            compare: w.remote.compare_add,
+        });
+    }
+    let payload = if p.operation.has_payload() && !p.operation.is_response() {
+        p.payload_len as usize
+    } else {
+        0
+    };
+    let mut local = None;
+    let r = send_packet(dev, routes, flow, &h, payload, |out| match &w.data {
+        SendData::Inline { bytes, len } => {
+            let src = bytes
+                .get(p.offset as usize..(*len).min(bytes.len()))
+                .and_then(|b| b.get(..out.len()))
+                .ok_or(EINVAL)?;
+            out.copy_from_slice(src);
+            Ok(())
+        }
+        SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), p.offset, out).map_err(|s| {
+            local = Some(s);
+            EFAULT
+        }),
+    });
+    match (r, local) {
+        (_, Some(s)) => Err(s),
+        // Lost on the way out (no route, no memory): counted; the
+        // retransmit timer's job once there is one.
+        _ => Ok(()),
+    }
+}
