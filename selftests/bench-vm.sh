@@ -167,6 +167,9 @@ run_provider() {
 			RESULT["$tool|$size|$type"]+="$(measure "$d1" "$d2" "$g1" "$g2" "" $tool "$size")"$'\n'
 		done
 	done
+	# The module's symbols leave /proc/kallsyms with it: the reports
+	# read this copy.
+	[[ $round == profile ]] && cat /proc/kallsyms >"/tmp/kallsyms-$type"
 	rdma link delete "$d1"
 	rdma link delete "$d2"
 	if [[ $type == rxe ]]; then unload_rxe; else unload_sroce; fi
@@ -248,16 +251,25 @@ if [[ $PROFILE == 1 ]]; then
 		echo "# profile: $type"
 		run_provider "$type" profile
 	done
-	# Module symbols come from kallsyms (the modules were loaded from
-	# paths perf does not search).
+	# Module symbols come from the copy of kallsyms taken while the
+	# module was loaded (the modules were loaded from paths perf does not
+	# search).
+	# sroce's Rust symbols are demangled when rustfilt is installed
+	# (`cargo install rustfilt`); perf 6.1 reads only the legacy scheme.
+	demangle=cat
+	for d in "$(command -v rustfilt || true)" "${CARGO_HOME:-$HOME/.cargo}/bin/rustfilt"; do
+		[[ -n $d && -x $d ]] && demangle=$d && break
+	done
 	for f in "${PROFILED[@]}"; do
+		type=${f##*/perf-}
+		type=${type%%-*}
 		echo
 		echo "== profile ${f##*/perf-}: share of samples by symbol (all CPUs, self time)"
-		perf report -i "$f" --kallsyms=/proc/kallsyms --stdio --no-children --sort dso,sym -g none \
-			--percent-limit 0.5 2>&1 | grep -v '^#' | grep -v '^$' | head -n 40 || true
+		perf report -i "$f" --kallsyms="/tmp/kallsyms-$type" --stdio --no-children --sort dso,sym -g none \
+			--percent-limit 0.5 2>&1 | grep -v '^#' | grep -v '^$' | "$demangle" | head -n 40 || true
 		echo "-- inclusive (with callees) share of the kernel's stages"
-		perf report -i "$f" --kallsyms=/proc/kallsyms --stdio --children --sort sym -g none 2>&1 |
-			grep -E "$PROFILE_STAGES" | head -n 40 || true
+		perf report -i "$f" --kallsyms="/tmp/kallsyms-$type" --stdio --children --sort sym -g none 2>&1 |
+			"$demangle" | grep -E "$PROFILE_STAGES" | head -n 40 || true
 	done
 fi
 touch "$SROCE_RESULTS/bench-ok"
