@@ -339,7 +339,8 @@ impl<const W: usize> QpSessions<W> {
             GoBack::Timeout => self.group.on_timeout(charged, now_us),
             GoBack::SequenceNak => self.group.on_sequence_nak(charged, now_us),
             GoBack::Other => {
-                self.ledger.begin_round(&mut self.group, charged, oldest);
+                self.ledger
+                    .begin_round(&mut self.group, charged, oldest, now_us);
                 return Ok(());
             }
         };
@@ -348,7 +349,7 @@ impl<const W: usize> QpSessions<W> {
             self.stall_began(oldest);
         }
         self.ledger
-            .begin_round(&mut self.group, a.resend_on, oldest);
+            .begin_round(&mut self.group, a.resend_on, oldest, now_us);
         Ok(())
     }
 
@@ -414,7 +415,7 @@ impl<const W: usize> QpSessions<W> {
             let r = self
                 .group
                 .on_link(u8::try_from(i).unwrap_or(u8::MAX), up, now_us);
-            resend |= self.resend_round(&r, oldest);
+            resend |= self.resend_round(&r, oldest, now_us);
         }
         resend
     }
@@ -422,12 +423,12 @@ impl<const W: usize> QpSessions<W> {
     /// Starts the go-back round the group asked for in `r`, if it did (a
     /// session holding unacknowledged requests went down; `oldest` is the
     /// oldest one's tag): whether to resend now.
-    fn resend_round(&mut self, r: &PollResult, oldest: Option<u32>) -> bool {
+    fn resend_round(&mut self, r: &PollResult, oldest: Option<u32>, now_us: u64) -> bool {
         let Some(on) = r.resend_on else {
             return false;
         };
         self.stall_began(oldest);
-        self.ledger.begin_round(&mut self.group, on, oldest);
+        self.ledger.begin_round(&mut self.group, on, oldest, now_us);
         true
     }
 
@@ -445,7 +446,7 @@ impl<const W: usize> QpSessions<W> {
             };
         }
         let r = self.group.poll(now_us);
-        let resend = self.resend_round(&r, oldest);
+        let resend = self.resend_round(&r, oldest, now_us);
         let due = r.duplicate_probes;
         let probe = (due != 0).then(|| SessionId(due.trailing_zeros() as u8));
         Polled {

@@ -85,7 +85,7 @@ proptest! {
                 Op::New(_) => {}
                 Op::Round(s) => {
                     round_on = SessionId(s);
-                    l.begin_round(&mut g, round_on, flight.front().map(|m| m.tag));
+                    l.begin_round(&mut g, round_on, flight.front().map(|m| m.tag), now);
                     flight.iter_mut().for_each(|m| m.counted_on = round_on);
                     (round_len, resent) = (flight.len(), 0);
                 }
@@ -115,7 +115,7 @@ proptest! {
                     if let Some(on) = r.resend_on {
                         // The group resends everything on `on`.
                         round_on = on;
-                        l.begin_round(&mut g, on, flight.front().map(|m| m.tag));
+                        l.begin_round(&mut g, on, flight.front().map(|m| m.tag), now);
                         flight.iter_mut().for_each(|m| m.counted_on = on);
                         (round_len, resent) = (flight.len(), 0);
                     }
@@ -145,7 +145,7 @@ fn link_down_resends_a_counted_message() {
     }
     // A round on session 0; message 0 is resent, then 0 and 1 complete
     // (1's first copy arrived after all, before its resend).
-    l.begin_round(&mut g, SessionId(0), Some(0));
+    l.begin_round(&mut g, SessionId(0), Some(0), 5);
     l.on_packet(&mut g, 0, true, 100, 1, 5);
     l.on_completed(&mut g, 0, 6);
     l.on_completed(&mut g, 1, 6);
@@ -172,13 +172,13 @@ fn round_pending_on_a_dead_link_moves() {
     }
     let a = g.on_sequence_nak(SessionId(0), 10).unwrap();
     assert_eq!(a.resend_on, SessionId(0));
-    l.begin_round(&mut g, a.resend_on, Some(0));
+    l.begin_round(&mut g, a.resend_on, Some(0), 10);
     assert_eq!(g.session(SessionId(0)).unwrap().outstanding_msgs(), 2);
     let r = g.on_link(0, false, 11);
     let on = r
         .resend_on
         .expect("the round's messages move off the dead link");
     assert_ne!(on, SessionId(0));
-    l.begin_round(&mut g, on, Some(0));
+    l.begin_round(&mut g, on, Some(0), 11);
     assert_eq!(l.on_packet(&mut g, 0, true, 65536, 64, 12), on);
 }

@@ -626,13 +626,15 @@ impl<S: SessionStore> Group<S> {
         Ok(ev == HealthEvent::WentUp)
     }
 
-    /// One message of `bytes` counts as outstanding on `id` although it
-    /// has not been sent there yet (it will be resent there). Returns
-    /// whether `id` is in the group.
-    pub fn hold(&mut self, id: SessionId, bytes: u64) -> bool {
+    /// One message of `bytes` counts as outstanding on `id` from `now`
+    /// although it has not been sent there yet (it is about to be resent
+    /// there): as for a send, the session's stall clock starts now if it
+    /// held nothing. Returns whether `id` is in the group.
+    pub fn hold(&mut self, id: SessionId, bytes: u64, now: u64) -> bool {
         let Ok(s) = self.get_mut(id) else {
             return false;
         };
+        s.health.on_send(now, s.has_outstanding());
         s.outstanding_bytes = s.outstanding_bytes.saturating_add(bytes);
         s.outstanding_msgs = s.outstanding_msgs.saturating_add(1);
         true

@@ -180,15 +180,17 @@ impl<const W: usize> Ledger<W> {
         let _ = g.on_progress(self.session_of(tag), now);
     }
 
-    /// A go-back round begins: every message in flight from `oldest` (the
-    /// oldest unacknowledged one's tag) on is resent on `on`, and counts
-    /// there from now on, before its resend goes out: a session the round
-    /// is about to use holds them if its link goes down meanwhile.
+    /// A go-back round begins at `now`: every message in flight from
+    /// `oldest` (the oldest unacknowledged one's tag) on is resent on `on`,
+    /// and counts there from now on, before its resend goes out: a session
+    /// the round is about to use holds them if its link goes down
+    /// meanwhile.
     pub fn begin_round<S: SessionStore>(
         &mut self,
         g: &mut Group<S>,
         on: SessionId,
         oldest: Option<u32>,
+        now: u64,
     ) {
         g.clear_outstanding();
         for e in self.slots.iter_mut() {
@@ -203,7 +205,7 @@ impl<const W: usize> Ledger<W> {
         for k in 0..n {
             let tag = first.wrapping_add(k);
             if let Some(e) = self.entry_mut(tag) {
-                if e.tag == tag && e.live && g.hold(on, u64::from(e.bytes)) {
+                if e.tag == tag && e.live && g.hold(on, u64::from(e.bytes), now) {
                     e.counted_on = Some(on.0);
                 }
             }
@@ -264,7 +266,7 @@ mod tests {
         assert_eq!(l.on_packet(&mut g, 1, false, 100, 1, 0), SessionId(1));
         // A sequence NAK for message 0: go back, resend on session 0.
         let a = g.on_sequence_nak(SessionId(0), 10).unwrap();
-        l.begin_round(&mut g, a.resend_on, Some(0));
+        l.begin_round(&mut g, a.resend_on, Some(0), 10);
         assert_eq!(l.on_packet(&mut g, 0, true, 100, 1, 10), SessionId(0));
         // Message 0's resend and message 1's late original are accepted;
         // message 1 completes before its resend.
@@ -288,7 +290,7 @@ mod tests {
         let mut g = group();
         let mut l = Ledger::<8>::new();
         l.on_packet(&mut g, 0, false, 3000, 3, 0);
-        l.begin_round(&mut g, SessionId(1), Some(0));
+        l.begin_round(&mut g, SessionId(1), Some(0), 5);
         for _ in 0..3 {
             assert_eq!(l.on_packet(&mut g, 0, true, 3000, 3, 5), SessionId(1));
         }
@@ -296,5 +298,22 @@ mod tests {
         assert_eq!(g.session(SessionId(0)).unwrap().outstanding_msgs(), 0);
         l.on_completed(&mut g, 0, 9);
         assert!(!g.has_outstanding());
+    }
+
+    /// A round sent to a session that carried nothing for a long time
+    /// starts its stall clock: the health poll right after must not take
+    /// the old quiet for a stall (the backup session of `failover`).
+    #[test]
+    fn round_on_an_idle_session_starts_its_stall_clock() {
+        let mut g = group();
+        let mut l = Ledger::<8>::new();
+        assert_eq!(l.on_packet(&mut g, 0, false, 100, 1, 0), SessionId(0));
+        // Session 1 has been quiet since 0; at 100 ms (100 RTOs) a round
+        // moves message 0 there.
+        l.begin_round(&mut g, SessionId(1), Some(0), 100_000);
+        assert_eq!(g.session(SessionId(1)).unwrap().outstanding_msgs(), 1);
+        assert_eq!(g.poll(100_001).went_down, 0);
+        // Without progress for the stall limit it does go down.
+        assert_ne!(g.poll(100_000 + 3 * 1000 + 1).went_down, 0);
     }
 }
