@@ -74,6 +74,17 @@ static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* ms scaled for slow kernels: the suite's SROCE_TIMEOUT_SCALE, which also
+ * scales the RC transport timeout (SROCE_QP_TIMEOUT) that a wait for a
+ * completion under loss is made of. */
+static inline long scaled_ms(long ms)
+{
+	const char *s = getenv("SROCE_TIMEOUT_SCALE");
+	long k = s ? atol(s) : 1;
+
+	return k > 1 ? ms * k : ms;
+}
+
 /* ------------------------------------------------ raw access to the rings */
 #include <stdint.h>
 

@@ -66,7 +66,7 @@ static long now_ms(void)
 /* One completion from cq within the timeout: 1, or 0 on timeout. */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	long end = now_ms() + TIMEOUT_MS;
+	long end = now_ms() + scaled_ms(TIMEOUT_MS);
 	int n;
 
 	/* Spins first, as latency tools do: a completion is acted on the
