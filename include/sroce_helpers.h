@@ -23,6 +23,7 @@ bool sroce_netif_running(const struct net_device *ndev);
 bool sroce_netif_carrier_ok(const struct net_device *ndev);
 enum ib_port_state sroce_ib_get_curr_port_state(struct net_device *ndev);
 void sroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
+void sroce_dev_hold(struct net_device *ndev);
 void sroce_dev_put(struct net_device *ndev);
 void *sroce_vmalloc_user(unsigned long size);
 void sroce_memcpy_shared(void *dst, const void *src, size_t len);

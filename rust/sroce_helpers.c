@@ -35,6 +35,11 @@ void sroce_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 }
 
+void sroce_dev_hold(struct net_device *ndev)
+{
+	dev_hold(ndev);
+}
+
 void sroce_dev_put(struct net_device *ndev)
 {
 	dev_put(ndev);

@@ -41,11 +41,12 @@ struct SroceModule {
 
 impl kernel::Module for SroceModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        let registry = Registry::new()?;
         let driver = Arc::new(
             SroceDriver {
                 module,
-                registry: Registry::new()?,
-                sockets: SocketTable::new()?,
+                sockets: SocketTable::new(registry.clone())?,
+                registry,
                 debugfs: Dir::new(c"sroce"),
                 next_id: AtomicU32::new(0),
             },

@@ -10,6 +10,16 @@
 //! [`Registry`] keeps the driver's live devices so module unload can
 //! unregister exactly its own devices, never another provider's that shares
 //! the driver id (sroce presents rxe's id for userspace compatibility).
+//!
+//! For the same reason the port's net device is not handed to the core with
+//! `ib_device_set_netdev()`: that puts the device in the core's table that
+//! `ib_device_get_by_netdev()` searches, and rdma_rxe searches it with
+//! `RDMA_DRIVER_RXE` (its netdev notifier and its UDP receive path), so it
+//! would take an sroce device for one of its own `rxe_dev`s and write past
+//! the end of it. The device keeps its net device itself and answers the
+//! core through the `get_netdev` callback; the [`Registry`] finds devices
+//! by net device, and sroce's own netdev notifier sends the port events the
+//! core sends only for devices in its table.
 
 use super::{
     ah::{self, Ah},
@@ -31,10 +41,10 @@ use super::{
 use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
 use kernel::{
     error::{from_result, to_result},
-    new_mutex,
+    new_mutex, new_spinlock_irq,
     prelude::*,
     str::CStr,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLockIrq},
     types::Opaque,
     ThisModule,
 };
@@ -180,13 +190,16 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
 ///
 /// - `ib` is at offset 0 and was allocated by `_ib_alloc_device` with the size
 ///   of `Self`; the RDMA core owns the allocation.
-/// - `registry`, `mrs` and `data` are initialised from the moment the core
-///   can call any driver callback until `dealloc_driver`, which drops them;
-///   `mrs` is never moved.
+/// - `registry`, `netdev`, `mrs` and `data` are initialised from the moment
+///   the core can call any driver callback until `dealloc_driver`, which
+///   drops them; `mrs` is never moved.
+/// - `netdev` changes only before registration.
 #[repr(C)]
 pub(crate) struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
     registry: Arc<Registry<T>>,
+    /// The port's net device, held from `set_netdev` until `dealloc_driver`.
+    netdev: Option<NetDevRef>,
     mrs: MrTable<T>,
     data: T,
 }
@@ -219,12 +232,22 @@ impl<T: Driver> Device<T> {
     }
 
     /// The net device bound to `port`, with a reference held until the
-    /// returned value is dropped.
+    /// returned value is dropped. Does not sleep or lock.
     pub(crate) fn netdev(&self, port: u32) -> Option<NetDevRef> {
-        // SAFETY: `as_raw()` is a live ib_device; the call returns a held
-        // reference or NULL.
-        let nd = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
-        NonNull::new(nd).map(NetDevRef)
+        if port != PORT {
+            return None;
+        }
+        self.netdev.as_deref().map(NetDevRef::hold)
+    }
+
+    /// Tells the core's event handlers (`ibv_get_async_event`) whether the
+    /// port went up or down, if its state changed since the last call.
+    pub(crate) fn dispatch_port_state_event(&self) {
+        if let Some(ndev) = &self.netdev {
+            // SAFETY: both devices are live; the core compares the net
+            // device's state with the port's last one under its own lock.
+            unsafe { bindings::ib_dispatch_port_state_event(self.as_raw(), ndev.as_raw()) };
+        }
     }
 
     /// The RoCE v2 GID at `index` of `port`'s table, if that slot holds
@@ -256,6 +279,26 @@ impl<T: Driver> Device<T> {
 ///
 /// Holds one `dev_hold` reference on a live net device.
 pub(crate) struct NetDevRef(NonNull<bindings::net_device>);
+
+impl NetDevRef {
+    /// Takes a reference on `ndev`.
+    pub(crate) fn hold(ndev: &NetDevice) -> Self {
+        // SAFETY: `ndev` is live for the call, so taking a reference on it is
+        // allowed; the reference keeps it allocated afterwards.
+        unsafe { bindings::sroce_dev_hold(ndev.as_raw()) };
+        // INVARIANT: the reference was taken above; `NetDevice` is a
+        // transparent wrapper of `net_device`.
+        Self(NonNull::from(ndev).cast())
+    }
+
+    /// Gives the reference to the caller (a C function that returns a held
+    /// net device).
+    fn into_raw(self) -> *mut bindings::net_device {
+        let raw = self.0.as_ptr();
+        core::mem::forget(self);
+        raw
+    }
+}
 
 impl core::ops::Deref for NetDevRef {
     type Target = NetDevice;
@@ -303,7 +346,10 @@ impl<T: Driver> NewDevice<T> {
 
         // SAFETY: `p` is a fresh, zeroed allocation of `Device<T>` size and
         // alignment; the fields are written before anything reads them.
-        unsafe { (&raw mut (*p).registry).write(registry.clone()) };
+        unsafe {
+            (&raw mut (*p).registry).write(registry.clone());
+            (&raw mut (*p).netdev).write(None);
+        }
         // SAFETY: as above; the core never relocates the allocation.
         let Ok(()) = unsafe { MrTable::<T>::new().__init(&raw mut (*p).mrs) };
         // SAFETY: as above; `data` is never moved afterwards (the core owns
@@ -313,6 +359,7 @@ impl<T: Driver> NewDevice<T> {
             // not call `dealloc_driver`; drop what was initialised here.
             unsafe {
                 core::ptr::drop_in_place(&raw mut (*p).mrs);
+                core::ptr::drop_in_place(&raw mut (*p).netdev);
                 core::ptr::drop_in_place(&raw mut (*p).registry);
                 bindings::ib_dealloc_device(ib);
             }
@@ -365,12 +412,14 @@ impl<T: Driver> NewDevice<T> {
         unsafe { (*self.ib()).num_comp_vectors = n.clamp(1, i32::MAX as u32) as i32 };
     }
 
-    /// Binds the device's port to `ndev`; the core holds a reference on it
-    /// from now until the device is released.
-    pub(crate) fn set_netdev(&mut self, ndev: &NetDevice) -> Result {
-        // SAFETY: both devices are live; `ndev` is registered (the caller got
-        // it from the RDMA core's link code, which holds a reference).
-        to_result(unsafe { bindings::ib_device_set_netdev(self.ib(), ndev.as_raw(), PORT) })
+    /// Binds the device's port to `ndev`, which stays referenced until the
+    /// device is released. The driver must unregister the device when
+    /// `ndev` is unregistered (or `ndev`'s unregistration waits for it).
+    pub(crate) fn set_netdev(&mut self, ndev: &NetDevice) {
+        let held = Some(NetDevRef::hold(ndev));
+        // SAFETY: the device is not registered, so nothing else reads the
+        // field; `&mut self` excludes other writers.
+        unsafe { (*self.0.as_ptr()).netdev = held };
     }
 
     /// Registers the device under `name`. From here on the RDMA core owns it.
@@ -410,15 +459,29 @@ struct Entry<T: Driver>(NonNull<Device<T>>);
 // device is known to be alive (it is removed in `dealloc_driver`).
 unsafe impl<T: Driver> Send for Entry<T> {}
 
+/// A device in a [`Registry`]'s index by net device.
+struct Bound<T: Driver> {
+    ndev: *mut bindings::net_device,
+    dev: Entry<T>,
+}
+
+// SAFETY: `ndev` is only compared, never dereferenced; see `Entry`.
+unsafe impl<T: Driver> Send for Bound<T> {}
+
 /// The live devices of one driver.
 ///
 /// A device is in the registry from just before `ib_register_device` until
-/// its `dealloc_driver`, so a pointer found under the lock is always a live
-/// device.
+/// its `dealloc_driver`, so a pointer found under either lock is always a
+/// live device.
 #[pin_data]
 pub(crate) struct Registry<T: Driver> {
+    /// Every device, for control paths that may sleep.
     #[pin]
     devices: Mutex<KVec<Entry<T>>>,
+    /// The same devices by bound net device, for the receive softirq (one
+    /// device per net device). Taken inside `devices` when both are held.
+    #[pin]
+    by_netdev: SpinLockIrq<KVec<Bound<T>>>,
 }
 
 impl<T: Driver> Registry<T> {
@@ -427,53 +490,80 @@ impl<T: Driver> Registry<T> {
         Arc::pin_init(
             pin_init!(Self {
                 devices <- new_mutex!(KVec::new(), "sroce::registry"),
+                by_netdev <- new_spinlock_irq!(KVec::new(), "sroce::registry_by_netdev"),
             }),
             GFP_KERNEL,
         )
     }
 
+    /// Adds a device about to be registered; `EEXIST` if another device of
+    /// this driver is bound to the same net device.
     fn add(&self, dev: NonNull<Device<T>>) -> Result {
-        self.devices.lock().push(Entry(dev), GFP_KERNEL)?;
-        Ok(())
+        // SAFETY: `dev` is live and unregistered; its `netdev` no longer
+        // changes.
+        let ndev = unsafe { dev.as_ref() }
+            .netdev
+            .as_deref()
+            .map(NetDevice::as_raw);
+        let mut devices = self.devices.lock();
+        devices.push(Entry(dev), GFP_KERNEL)?;
+        let Some(ndev) = ndev else { return Ok(()) };
+        let mut index = self.by_netdev.lock();
+        let added = if index.iter().any(|b| b.ndev == ndev) {
+            Err(EEXIST)
+        } else {
+            // Atomic: under a spinlock. One small entry per device.
+            index
+                .push(
+                    Bound {
+                        ndev,
+                        dev: Entry(dev),
+                    },
+                    GFP_ATOMIC,
+                )
+                .map_err(Error::from)
+        };
+        drop(index);
+        if added.is_err() {
+            devices.retain(|e| e.0 != dev);
+        }
+        added
     }
 
     fn remove(&self, dev: NonNull<Device<T>>) {
         let mut devices = self.devices.lock();
+        self.by_netdev.lock().retain(|b| b.dev.0 != dev);
         devices.retain(|e| e.0 != dev);
+    }
+
+    /// Whether a device of this driver (registered or not yet) is bound to
+    /// `ndev`.
+    pub(crate) fn is_bound(&self, ndev: &NetDevice) -> bool {
+        let ndev = ndev.as_raw();
+        self.by_netdev.lock().iter().any(|b| b.ndev == ndev)
+    }
+
+    /// The registered device bound to `ndev`, if any. Does not sleep:
+    /// callable from the receive softirq.
+    pub(crate) fn device_for_netdev(&self, ndev: &NetDevice) -> Option<DeviceRef<T>> {
+        let ndev = ndev.as_raw();
+        let index = self.by_netdev.lock();
+        let b = index.iter().find(|b| b.ndev == ndev)?;
+        // SAFETY: a device in the index is live until `dealloc_driver`
+        // removes it, which needs the lock held here.
+        unsafe { DeviceRef::try_get(b.dev.0) }
     }
 
     /// Queues the unregistration of this driver's device bound to `ndev`, if
     /// any. Used when the net device goes away.
     pub(crate) fn unregister_for_netdev(&self, ndev: &NetDevice) -> bool {
-        self.with_netdev_device(ndev, |ib| {
-            // SAFETY: `ib` is registered and we hold a registration reference
-            // (from `ib_device_get_by_netdev`); the core queues the work and
-            // takes its own reference.
-            unsafe { bindings::ib_unregister_device_queued(ib) }
-        })
-        .is_some()
-    }
-
-    fn with_netdev_device<R>(
-        &self,
-        ndev: &NetDevice,
-        f: impl FnOnce(*mut bindings::ib_device) -> R,
-    ) -> Option<R> {
-        // SAFETY: `ndev` is live; the core returns a device with a
-        // registration reference held, or NULL.
-        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID) };
-        if ib.is_null() {
-            return None;
-        }
-        let ours = self
-            .devices
-            .lock()
-            .iter()
-            .any(|e| e.0.as_ptr().cast() == ib);
-        let r = if ours { Some(f(ib)) } else { None };
-        // SAFETY: drops the reference `ib_device_get_by_netdev` took.
-        unsafe { bindings::ib_device_put(ib) };
-        r
+        let Some(dev) = self.device_for_netdev(ndev) else {
+            return false;
+        };
+        // SAFETY: the device is registered and `dev` holds a registration
+        // reference; the core queues the work and takes its own reference.
+        unsafe { bindings::ib_unregister_device_queued(dev.as_raw()) };
+        true
     }
 
     /// Runs `f` on the first live device `pick` accepts, under the registry
@@ -541,6 +631,7 @@ impl<T: Driver> VTable<T> {
             driver_id: T::DRIVER_ID,
             uverbs_abi_ver: T::UVERBS_ABI_VERSION,
             dealloc_driver: Some(Self::dealloc_driver),
+            get_netdev: Some(Self::get_netdev),
             query_device: Some(Self::query_device),
             query_port: Some(Self::query_port),
             get_port_immutable: Some(Self::get_port_immutable),
@@ -602,8 +693,24 @@ impl<T: Driver> VTable<T> {
             (*p).registry.remove(NonNull::new_unchecked(p));
             core::ptr::drop_in_place(&raw mut (*p).data);
             core::ptr::drop_in_place(&raw mut (*p).mrs);
+            core::ptr::drop_in_place(&raw mut (*p).netdev);
             core::ptr::drop_in_place(&raw mut (*p).registry);
         }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a live device of this driver, possibly
+    /// under its spinlocks: must not sleep.
+    unsafe extern "C" fn get_netdev(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::net_device {
+        // SAFETY: callback on a live device of this driver.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        // The core releases the reference it gets here.
+        dev.netdev(port)
+            .map_or(core::ptr::null_mut(), NetDevRef::into_raw)
     }
 
     /// # Safety
@@ -757,26 +864,20 @@ pub(crate) fn netdev_has_rdma_device(ndev: &NetDevice) -> bool {
 pub(crate) struct DeviceRef<T: Driver>(NonNull<Device<T>>);
 
 impl<T: Driver> DeviceRef<T> {
-    /// The device of driver `T` bound to `ndev`, if any. Does not sleep:
-    /// callable from the receive softirq.
-    pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
-        // SAFETY: `ndev` is live; the core returns a held device or NULL.
-        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID) };
-        let dev = NonNull::new(ib)?;
-        // Another provider may share the driver id (rxe does): only
-        // devices whose callbacks are ours have a `Device<T>` layout.
-        // SAFETY: `ib` is a live, held ib_device; `ops` is constant
-        // after registration.
-        let ours = unsafe { (*ib).ops.dealloc_driver }.is_some_and(|f| {
-            core::ptr::fn_addr_eq(f, VTable::<T>::dealloc_driver as unsafe extern "C" fn(_))
-        });
-        if !ours {
-            // SAFETY: drops the reference taken above.
-            unsafe { bindings::ib_device_put(ib) };
-            return None;
-        }
-        // INVARIANT: a held device of this driver.
-        Some(Self(dev.cast()))
+    /// Takes a registration reference unless the device is unregistering
+    /// (or not registered yet).
+    ///
+    /// # Safety
+    ///
+    /// `dev`'s memory must be valid for the call.
+    unsafe fn try_get(dev: NonNull<Device<T>>) -> Option<Self> {
+        let ib: *mut bindings::ib_device = dev.as_ptr().cast();
+        // SAFETY: the memory is valid (caller); `refcount` is the
+        // registration count `ib_device_try_get` increments.
+        let got = unsafe { bindings::sroce_refcount_inc_not_zero(&raw mut (*ib).refcount) };
+        // INVARIANT: the increment succeeded. (Lazily: a reference built
+        // when it failed would be dropped, releasing one never taken.)
+        got.then(|| Self(dev))
     }
 }
 

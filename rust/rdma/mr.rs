@@ -211,8 +211,9 @@ impl<T: Driver> MrRef<T> {
                 core::ptr::from_ref(&mr.as_ref().users).cast_mut().cast(),
             )
         };
-        // INVARIANT: the increment succeeded.
-        got.then_some(Self { mr, key })
+        // INVARIANT: the increment succeeded. (Lazily: a reference built
+        // when it failed would be dropped, releasing one never taken.)
+        got.then(|| Self { mr, key })
     }
 
     /// Whether the region grants `needed` on `len` bytes at `iova` now.

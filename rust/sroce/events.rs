@@ -2,11 +2,15 @@
 
 //! Reactions to net device events.
 //!
-//! Port state and MTU are read live from the net device and the RDMA core
-//! sends the port up/down events itself. sroce acts on two things:
+//! Port state and MTU are read live from the net device. sroce acts on
+//! three things:
 //! - a net device going away: its RDMA device must go too, or the net
 //!   device's unregistration would wait forever on the reference the device
 //!   holds;
+//! - its net device going up or down: the port's event (`IBV_EVENT_PORT_ERR`
+//!   or `_ACTIVE`) goes to the device's users. The RDMA core sends these
+//!   only for devices in its table by net device, which sroce's are not
+//!   (see `rdma::device`);
 //! - any net device of a namespace with sroce devices going up or down
 //!   (administratively or by carrier): sessions leave through links other
 //!   than the bound one, so every queue pair with several sessions there is
@@ -42,6 +46,9 @@ impl NetdevHandler for SroceDriver {
                 }
             }
             NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
+                if let Some(dev) = self.registry.device_for_netdev(ndev) {
+                    dev.dispatch_port_state_event();
+                }
                 LINK_EPOCH.fetch_add(1, Relaxed);
                 let net = ndev.net().key();
                 self.registry.for_each_device(|dev| {

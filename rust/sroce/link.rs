@@ -31,7 +31,7 @@ impl LinkType for SroceDriver {
 
     fn newlink(&self, name: &CStr, ndev: &NetDevice) -> Result {
         check_netdev(ndev)?;
-        if crate::rdma::device::netdev_has_rdma_device(ndev) {
+        if self.registry.is_bound(ndev) || crate::rdma::device::netdev_has_rdma_device(ndev) {
             pr_err!("{}: {} already has an RDMA device\n", name, ndev.name());
             return Err(EEXIST);
         }
@@ -62,7 +62,7 @@ impl LinkType for SroceDriver {
         dev.set_node_guid(guid_be);
         dev.set_node_desc(c"sroce");
         dev.set_num_comp_vectors(kernel::cpu::nr_cpu_ids());
-        dev.set_netdev(ndev)?;
+        dev.set_netdev(ndev);
         dev.register(name).map_err(|e| {
             // The RDMA core reports a name clash as ENFILE; say what it is.
             if e == ENFILE {

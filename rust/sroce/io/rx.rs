@@ -17,16 +17,16 @@ use super::{
     sockets::NsRx,
 };
 use crate::net::{addr::IpAddr, crc32::KernelCrc32, skb::SkBuff, xmit::UDP_HEADER_LEN};
-use crate::rdma::{device::DeviceRef, netdev::NetDevice};
+use crate::rdma::netdev::NetDevice;
 use crate::roce::{
     bth::BTH_LEN,
     icrc::{Icrc, IpHeader, ICRC_LEN},
 };
-use crate::sroce::{device::SroceDevice, recv};
+use crate::sroce::recv;
 
 /// Receives one datagram (see the module documentation).
 pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
-    let dev = DeviceRef::<SroceDevice>::by_netdev(ingress).or_else(|| {
+    let dev = ns.device_for_netdev(ingress).or_else(|| {
         // Arrived over another link (multipath): the device of the net
         // device that owns the destination address.
         let dst = skb
@@ -36,7 +36,7 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
             .1;
         let rcu = kernel::sync::rcu::read_lock();
         let owner = NetDevice::by_local_addr(ingress.net(), &dst, &rcu)?;
-        DeviceRef::<SroceDevice>::by_netdev(owner)
+        ns.device_for_netdev(owner)
     });
     let Some(dev) = dev else {
         ns.count_no_device();

@@ -20,7 +20,11 @@ use crate::net::{
     skb::SkBuff,
     udp_tunnel::{EncapHandler, Family, TunnelSocket},
 };
-use crate::rdma::netdev::NetDevice;
+use crate::rdma::{
+    device::{DeviceRef, Registry},
+    netdev::NetDevice,
+};
+use crate::sroce::device::SroceDevice;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
@@ -28,9 +32,16 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 pub(crate) struct NsRx {
     /// Packets that arrived on a net device without an sroce device.
     no_device: AtomicU64,
+    /// Where the device a packet is for is found.
+    devices: Arc<Registry<SroceDevice>>,
 }
 
 impl NsRx {
+    /// The registered sroce device bound to `ndev`, if any.
+    pub(super) fn device_for_netdev(&self, ndev: &NetDevice) -> Option<DeviceRef<SroceDevice>> {
+        self.devices.device_for_netdev(ndev)
+    }
+
     /// Counts a packet no sroce device was found for.
     pub(super) fn count_no_device(&self) {
         self.no_device.fetch_add(1, Ordering::Relaxed);
@@ -65,15 +76,17 @@ pub(crate) struct SocketTable {
     #[pin]
     entries: Mutex<KVec<Entry>>,
     next_id: AtomicU64,
+    devices: Arc<Registry<SroceDevice>>,
 }
 
 impl SocketTable {
-    /// An empty table.
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// An empty table whose sockets deliver to `devices`.
+    pub(crate) fn new(devices: Arc<Registry<SroceDevice>>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 entries <- new_mutex!(KVec::new(), "sroce::sockets"),
                 next_id: AtomicU64::new(1),
+                devices,
             }),
             GFP_KERNEL,
         )
@@ -96,6 +109,7 @@ impl SocketTable {
         let rx = Arc::new(
             NsRx {
                 no_device: AtomicU64::new(0),
+                devices: self.devices.clone(),
             },
             GFP_KERNEL,
         )?;
