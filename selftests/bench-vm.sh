@@ -13,6 +13,10 @@
 #                          iterations are that over the size, 20..2000)
 #   SROCE_BENCH_LAT_ITERS  iterations of a latency case (default 500)
 #   SROCE_BENCH_CASES=ERE  only the cases whose "tool size" matches
+#   SROCE_BENCH_KO_B=PATH  also run another build of sroce.ko (e.g. the code
+#                          before a change) as a third provider, "sroce_b",
+#                          and print sroce/sroce_b ratios: a before/after
+#                          comparison measured in the same VM run
 #   SROCE_BENCH_PROFILE=1  also sample the whole VM (perf, cpu-clock, call
 #                          graphs) during one more run of the profiled cases
 #                          (SROCE_BENCH_PROFILE_CASES, an ERE) per provider
@@ -29,6 +33,12 @@ BYTES=${SROCE_BENCH_BYTES:-8388608}
 LAT_ITERS=${SROCE_BENCH_LAT_ITERS:-500}
 CASES=${SROCE_BENCH_CASES:-.}
 PROFILE=${SROCE_BENCH_PROFILE:-0}
+KO_B=${SROCE_BENCH_KO_B:-}
+PROVIDERS=(rxe sroce)
+if [[ -n $KO_B ]]; then
+	[[ -f $KO_B ]] || { echo "SROCE_BENCH_KO_B: no file $KO_B"; exit 1; }
+	PROVIDERS+=(sroce_b)
+fi
 PROFILE_CASES=${SROCE_BENCH_PROFILE_CASES:-^(ib_write_bw (64|4096|65536)|ib_write_lat 8)$}
 # The functions whose inclusive share the profile lists: a packet's stages
 # in both providers (work items, transmit, receive, ICRC, copies, routes,
@@ -136,15 +146,20 @@ measure() {
 declare -A RESULT
 PROFILED=()
 
-# run_provider TYPE ROUND: one round of the matrix for TYPE (rxe or sroce);
-# ROUND "profile" runs the profiled cases under perf instead.
+# run_provider TYPE ROUND: one round of the matrix for TYPE (rxe, sroce or
+# sroce_b, the other build of sroce.ko); ROUND "profile" runs the profiled
+# cases under perf instead.
 run_provider() {
-	local type=$1 round=$2 d1 d2 g1 g2 entry tool sizes size out
-	d1=${type}1 d2=${type}2
-	if [[ $type == rxe ]]; then load_rxe; else load_sroce; fi
+	local type=$1 round=$2 d1 d2 g1 g2 entry tool sizes size out link=$1
+	d1=${type/_/}1 d2=${type/_/}2
+	case $type in
+	rxe) load_rxe ;;
+	sroce) load_sroce ;;
+	sroce_b) _insmod sroce "$KO_B"; link=sroce ;;
+	esac
 	two_hosts
-	add_link h1 "$d1" v1 "$type"
-	add_link h2 "$d2" v2 "$type"
+	add_link h1 "$d1" v1 "$link"
+	add_link h2 "$d2" v2 "$link"
 	wait_port_active "$d1"
 	wait_port_active "$d2"
 	g1=$(gid_index "$d1" 10.77.1.1)
@@ -172,7 +187,7 @@ run_provider() {
 	[[ $round == profile ]] && cat /proc/kallsyms >"/tmp/kallsyms-$type"
 	rdma link delete "$d1"
 	rdma link delete "$d2"
-	if [[ $type == rxe ]]; then unload_rxe; else unload_sroce; fi
+	if [[ $type == rxe ]]; then unload_rxe; else _rmmod sroce; fi
 	_del_hosts
 }
 
@@ -180,7 +195,12 @@ start=$SECONDS
 for ((r = 1; r <= ROUNDS; r++)); do
 	# Alternate which provider goes first, so a drift of the machine's
 	# speed during the run does not favour one of them.
-	if ((r % 2)); then order=(rxe sroce); else order=(sroce rxe); fi
+	order=("${PROVIDERS[@]}")
+	if ! ((r % 2)); then
+		reversed=()
+		for ((i = ${#order[@]} - 1; i >= 0; i--)); do reversed+=("${order[i]}"); done
+		order=("${reversed[@]}")
+	fi
 	for type in "${order[@]}"; do
 		echo "# round $r/$ROUNDS: $type ($((SECONDS - start)) s)"
 		run_provider "$type" "$r"
@@ -245,6 +265,30 @@ cat <<EOF
  kernel's part (system + irq + softirq) — perftest's clients poll their
  CQs, so the busy time includes user-space spinning)
 EOF
+
+if [[ -n $KO_B ]]; then
+	echo
+	echo "sroce against sroce_b ($KO_B), medians of the same rounds"
+	printf '%-17s %8s %9s %5s %9s %5s %6s | %7s %7s\n' \
+		test size sroce_b '±%' sroce '±%' ratio 'b-kern' 'kern'
+	for entry in "${MATRIX[@]}"; do
+		tool=${entry%%:*} sizes=${entry#*:}
+		for size in $sizes; do
+			[[ "$tool $size" =~ $CASES ]] || continue
+			bl=${RESULT["$tool|$size|sroce_b"]:-} sl=${RESULT["$tool|$size|sroce"]:-}
+			read -r bm bs < <(stats 1 "$bl")
+			read -r sm ss < <(stats 1 "$sl")
+			line=$(printf '%-17s %8s %9s %5s %9s %5s %6s' "$tool" "$size" "$bm" "${bs:-}" "$sm" "${ss:-}" "$(ratio "$bm" "$sm")")
+			if ! is_lat "$tool"; then
+				read -r _ bk < <(cpu_per_gib "$bl")
+				read -r _ sk < <(cpu_per_gib "$sl")
+				line+=$(printf ' | %7s %7s' "$bk" "$sk")
+			fi
+			echo "$line"
+		done
+	done
+	echo "(ratio: sroce over sroce_b; kern: kernel CPU seconds per GiB)"
+fi
 
 if [[ $PROFILE == 1 ]]; then
 	for type in rxe sroce; do
