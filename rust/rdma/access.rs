@@ -43,6 +43,11 @@ impl Access {
         Self(flags as u32)
     }
 
+    /// The set of these raw bits.
+    pub(crate) fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
+
     /// The raw bits.
     pub(crate) fn bits(self) -> u32 {
         self.0

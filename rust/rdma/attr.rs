@@ -19,6 +19,8 @@ pub(crate) mod cap {
     /// Port active events are generated.
     pub(crate) const PORT_ACTIVE_EVENT: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+    /// Shared receive queues can be resized (`ibv_modify_srq` max_wr).
+    pub(crate) const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
     /// The system image GUID is meaningful.
     pub(crate) const SYS_IMAGE_GUID: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;

@@ -22,6 +22,7 @@
 //! core sends only for devices in its table.
 
 use super::{
+    access::Access,
     ah::{self, Ah},
     attr::{DeviceAttr, PortAttr, PortImmutable},
     av::AddressVector,
@@ -33,7 +34,7 @@ use super::{
     netdev::NetDevice,
     pd::{self, Pd},
     qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpLink, QpRequest},
-    queue,
+    queue::{self, MmapInfo},
     srq::{self, Srq, SrqAttrs, SrqRequest},
     stats::{self, StatDesc},
     ucontext::{self, UContext},
@@ -155,6 +156,18 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn post_srq_recv_wrs(_srq: &Srq<Self>, _wrs: &mut RecvWrs<'_>) -> Result {
         Err(EOPNOTSUPP)
     }
+    /// Resizes the SRQ to at least `max_wr` WQEs, keeping those posted, and
+    /// returns the granted size. For a process's SRQ (`uctx`), `publish`
+    /// tells it the new ring's mapping before the old one is given up; if
+    /// it fails, nothing changed.
+    fn resize_srq(
+        _srq: &Srq<Self>,
+        _max_wr: u32,
+        _uctx: Option<&UContext<Self>>,
+        _publish: impl FnOnce(MmapInfo) -> Result,
+    ) -> Result<u32> {
+        Err(EOPNOTSUPP)
+    }
     /// Arms (or with 0 disarms) the SRQ's limit event.
     fn set_srq_limit(srq: &Srq<Self>, limit: u32) -> Result;
     /// The SRQ's sizes and limit.
@@ -174,6 +187,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Admits a memory registration (rights, size, budget) before the
     /// memory is pinned; undone by `dereg_mr`.
     fn reg_mr(dev: &Device<Self>, pd: &Pd<Self>, req: &MrRequest) -> Result<Self::Mr>;
+    /// Checks new rights for a registered region (`ibv_rereg_mr` without a
+    /// new translation); refused unless the driver checks them.
+    fn check_mr_access(_dev: &Device<Self>, _access: Access) -> Result {
+        Err(EOPNOTSUPP)
+    }
     /// A memory region is going away; the data path no longer uses it.
     fn dereg_mr(_dev: &Device<Self>, _mr: &Self::Mr) {}
 
@@ -676,6 +694,7 @@ impl<T: Driver> VTable<T> {
             alloc_mr: Some(mr::alloc::<T>),
             map_mr_sg: Some(mr::map_sg::<T>),
             dereg_mr: Some(mr::dereg::<T>),
+            rereg_user_mr: Some(mr::rereg_user::<T>),
             alloc_hw_port_stats: (!T::PORT_STATS.is_empty()).then_some(stats::alloc_port::<T>),
             get_hw_stats: (!T::PORT_STATS.is_empty()).then_some(stats::get::<T>),
             ..Default::default()

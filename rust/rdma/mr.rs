@@ -29,7 +29,10 @@ use core::ptr::NonNull;
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
-    sync::{atomic::Full, Completion, Refcount},
+    sync::{
+        atomic::{Atomic, Full, Relaxed},
+        Completion, Refcount,
+    },
     types::Opaque,
 };
 use pin_init::InPlaceWrite;
@@ -72,6 +75,8 @@ pub(crate) struct MrRequest {
 ///   no new reference is taken.
 /// - `pd` is the address of the MR's PD, which outlives the MR (the core
 ///   holds a use count on it); it is only compared, never dereferenced.
+///   It and `access` change in place on `ibv_rereg_mr`; every access
+///   reads them anew.
 /// - `[iova, iova + length)` does not wrap and, for user memory, maps onto
 ///   the pinned pages byte for byte.
 #[repr(C)]
@@ -82,10 +87,10 @@ pub(crate) struct Mr<T: Driver> {
     #[pin]
     unused: Completion,
     key: u32,
-    pd: usize,
+    pd: Atomic<usize>,
     iova: u64,
     length: u64,
-    access: Access,
+    access: Atomic<u32>,
     memory: MrMemory,
     data: T::Mr,
 }
@@ -105,10 +110,10 @@ impl<T: Driver> Mr<T> {
             users: Refcount::new(1),
             unused <- Completion::new(),
             key,
-            pd,
+            pd: Atomic::new(pd),
             iova: req.iova,
             length: req.length,
-            access: req.access,
+            access: Atomic::new(req.access.bits()),
             memory,
             data,
         })
@@ -149,7 +154,7 @@ impl<T: Driver> Mr<T> {
 
     /// Whether the MR belongs to `pd`.
     pub(crate) fn belongs_to(&self, pd: &Pd<T>) -> bool {
-        self.pd == core::ptr::from_ref(pd) as usize
+        self.pd.load(Relaxed) == core::ptr::from_ref(pd) as usize
     }
 
     /// The offset in the region of `len` bytes at `iova`, if they are all
@@ -229,7 +234,10 @@ impl<T: Driver> MrRef<T> {
                 let end = iova.checked_sub(start).and_then(|o| o.checked_add(len));
                 (access, end.is_some_and(|e| e <= length))
             }
-            None => (self.access, self.offset_of(iova, len).is_some()),
+            None => (
+                Access::from_bits(self.access.load(Relaxed)),
+                self.offset_of(iova, len).is_some(),
+            ),
         };
         if !access.contains(needed) {
             return Err(AccessError::NoPermission);
@@ -408,6 +416,91 @@ unsafe fn try_reg_user<T: Driver>(
             dev, start, length, req.access,
         )?))
     })
+}
+
+/// `ib_device_ops.rereg_user_mr` (`ibv_rereg_mr`). A new translation
+/// (`IB_MR_REREG_TRANS`) is a new region: it is registered with the new
+/// range (and the new PD or rights, or the old ones) and returned, and the
+/// core destroys this one once it has taken the new region's place (new
+/// keys). A new PD or new rights alone change this region in place, as
+/// rxe does: the data path reads both on every access.
+///
+/// # Safety
+///
+/// Called by the core with a live user MR of a live `Device<T>` and, when
+/// `flags` has `IB_MR_REREG_PD`, a live PD of the same device.
+pub(super) unsafe extern "C" fn rereg_user<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    flags: kernel::ffi::c_int,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: kernel::ffi::c_int,
+    pd: *mut bindings::ib_pd,
+    _udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    const TRANS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS;
+    const PD: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_PD;
+    const ACCESS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
+    let flags = flags as u32;
+    if flags & !(TRANS | PD | ACCESS) != 0 {
+        return EOPNOTSUPP.to_ptr();
+    }
+    // SAFETY: the core passes a live MR registered by `reg_user`.
+    let this = unsafe { &*mr.cast::<Mr<T>>() };
+    // SAFETY: a live MR's device is a live `Device<T>`.
+    let dev = unsafe { device_from_raw::<T>((*mr).device) };
+    let pd = if flags & PD != 0 {
+        pd
+    } else {
+        // SAFETY: a live MR's `pd` is its live PD (the core holds a use
+        // count on it).
+        unsafe { (*mr).pd }
+    };
+    let access = if flags & ACCESS != 0 {
+        Access::from_raw(access)
+    } else {
+        Access::from_bits(this.access.load(Relaxed))
+    };
+    if flags & TRANS != 0 {
+        // SAFETY: `pd` is a live PD of this device (function contract).
+        return unsafe {
+            try_reg_user::<T>(
+                pd,
+                start,
+                length,
+                iova,
+                access.bits() as kernel::ffi::c_int,
+                core::ptr::null_mut(),
+            )
+        }
+        .unwrap_or_else(Error::to_ptr);
+    }
+    if let Err(e) = T::check_mr_access(dev, access) {
+        return e.to_ptr();
+    }
+    // The rights the core pins pages writable for (`ib_access_writable`).
+    let writes = Access::LOCAL_WRITE
+        .union(Access::REMOTE_WRITE)
+        .union(Access::REMOTE_ATOMIC)
+        .union(Access::MW_BIND);
+    let pinned_writable = match &this.memory {
+        MrMemory::User(pages) => pages.writable(),
+        _ => return EINVAL.to_ptr(),
+    };
+    if access.intersects(writes) && !pinned_writable {
+        // The pages were pinned for reading: new write rights need a new
+        // translation (as the core's `ib_umem_check_rereg` says).
+        return EACCES.to_ptr();
+    }
+    if flags & PD != 0 {
+        // SAFETY: `pd` is a live PD that `pd::alloc` initialised.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        this.pd.store(core::ptr::from_ref(pd) as usize, Relaxed);
+    }
+    this.access.store(access.bits(), Relaxed);
+    // NULL: the region stays, changed in place.
+    core::ptr::null_mut()
 }
 
 /// `ib_device_ops.get_dma_mr`: an MR over all memory for a kernel PD.

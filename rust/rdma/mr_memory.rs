@@ -63,6 +63,12 @@ pub(crate) struct UserPages {
 }
 
 impl UserPages {
+    /// Whether the pages were pinned writable (the rights at registration
+    /// included a write).
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+
     /// Pins `length` bytes at user address `start` and lists their pages.
     pub(crate) fn pin<T: Driver>(
         dev: &Device<T>,

@@ -439,6 +439,40 @@ impl UserProducerQueue {
         Ok(n)
     }
 
+    /// Moves the entries not yet consumed, oldest first, into the empty
+    /// queue `other` as if produced there (for a resize; slots of `other`
+    /// are at least as large); `EINVAL` if they do not fit. Neither side may
+    /// produce meanwhile (the caller excludes a kernel producer; a process
+    /// that posts during its own resize only garbles its own queue).
+    pub(crate) fn move_pending_into(&self, other: &mut Self) -> Result {
+        let pending = self.pending();
+        if pending > other.capacity() || other.pending() != 0 {
+            return Err(EINVAL);
+        }
+        let src = self.ring.mem();
+        let dst = other.ring.mem();
+        if dst.log2_elem < src.log2_elem {
+            return Err(EINVAL);
+        }
+        let len = 1usize << src.log2_elem;
+        let mut producer = other.consumer;
+        for nth in 0..pending {
+            // SAFETY: both slots lie inside their buffers (indices are
+            // masked) and `len` bytes fit both (checked above).
+            unsafe {
+                bindings::sroce_memcpy_shared(
+                    dst.slot(producer).cast(),
+                    src.slot(self.consumer.wrapping_add(nth)).cast(),
+                    len,
+                )
+            };
+            producer = producer.wrapping_add(1) & dst.mask;
+        }
+        dst.index(PRODUCER_OFFSET)
+            .store(producer, Ordering::Release);
+        Ok(())
+    }
+
     /// Hands the oldest pending entry's slot back to the process.
     pub(crate) fn retire(&mut self) {
         if self.pending() == 0 {

@@ -27,6 +27,17 @@ impl From<MmapInfo> for MmInfo {
     }
 }
 
+/// `struct rxe_modify_srq_cmd`: where the library wants the resized SRQ's
+/// mapping written (an address in the caller's memory).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ModifySrqCmd {
+    pub(crate) mmap_info_addr: u64,
+}
+
+// SAFETY: plain integers, no padding; any bit pattern is valid.
+unsafe impl FromBytes for ModifySrqCmd {}
+
 /// `struct rxe_create_cq_resp` (and `rxe_resize_cq_resp`, the same layout).
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -37,6 +48,7 @@ pub(crate) struct CqResp {
 
 const _: () = {
     assert!(size_of::<MmInfo>() == size_of::<bindings::mminfo>());
+    assert!(size_of::<ModifySrqCmd>() == size_of::<bindings::rxe_modify_srq_cmd>());
     assert!(size_of::<CqResp>() == size_of::<bindings::rxe_create_cq_resp>());
     assert!(size_of::<CqResp>() == size_of::<bindings::rxe_resize_cq_resp>());
 };

@@ -6,8 +6,10 @@ use super::{
     bindings,
     device::{device_from_raw, Device, Driver},
     object::core_object,
+    queue::MmapInfo,
+    rxe_abi::{MmInfo, ModifySrqCmd},
     ucontext::UContext,
-    udata::UData,
+    udata::{write_at, UData},
 };
 use kernel::{error::from_result, prelude::*};
 
@@ -130,16 +132,32 @@ pub(super) unsafe extern "C" fn modify<T: Driver>(
     srq: *mut bindings::ib_srq,
     attr: *mut bindings::ib_srq_attr,
     mask: bindings::ib_srq_attr_mask,
-    _udata: *mut bindings::ib_udata,
+    udata: *mut bindings::ib_udata,
 ) -> kernel::ffi::c_int {
     from_result(|| {
         // SAFETY: live and initialised; `attr` valid (function contract).
         let (this, attr) = unsafe { (Srq::<T>::from_raw(srq), &*attr) };
-        if mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0 {
-            // Resizing a shared receive queue is not supported.
-            return Err(EOPNOTSUPP);
+        let resize = mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0;
+        let set_limit = mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0;
+        if resize && set_limit && attr.srq_limit > attr.max_wr {
+            // Checked before anything changes.
+            return Err(EINVAL);
         }
-        if mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0 {
+        if resize {
+            // SAFETY: the core passes NULL or the udata of a live call.
+            let user = unsafe { UData::user_call::<T>(udata) };
+            // The rxe library names where the new mapping goes.
+            let answer_at = match &user {
+                Some((_, u)) => Some(u.read::<ModifySrqCmd>()?.mmap_info_addr),
+                None => None,
+            };
+            let publish = |mi: MmapInfo| match answer_at {
+                Some(addr) => write_at(addr, &MmInfo::from(mi)),
+                None => Ok(()),
+            };
+            T::resize_srq(this, attr.max_wr, user.as_ref().map(|(u, _)| *u), publish)?;
+        }
+        if set_limit {
             T::set_srq_limit(this, attr.srq_limit)?;
         }
         Ok(0)

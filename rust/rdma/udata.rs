@@ -5,14 +5,25 @@
 use super::{bindings, device::Driver, ucontext::UContext};
 use kernel::{
     prelude::*,
-    transmute::AsBytes,
+    transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
+
+/// Writes `v` at `addr` in the calling process's memory (for the rxe
+/// commands that name an address to answer at).
+pub(crate) fn write_at<T: AsBytes>(addr: u64, v: &T) -> Result {
+    let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
+    UserSlice::new(UserPtr::from_addr(addr), core::mem::size_of::<T>())
+        .writer()
+        .write(v)
+}
 
 /// The driver data of one verbs call from userspace: here, the provider
 /// library's response buffer.
 pub(crate) struct UData {
     raw: *mut bindings::ib_udata,
+    inbuf: UserPtr,
+    inlen: usize,
     outbuf: UserPtr,
     outlen: usize,
 }
@@ -32,6 +43,8 @@ impl UData {
         let u = unsafe { &*p };
         Some(Self {
             raw: p,
+            inbuf: UserPtr::from_ptr(u.inbuf.cast_mut()),
+            inlen: u.inlen,
             outbuf: UserPtr::from_ptr(u.outbuf),
             outlen: u.outlen,
         })
@@ -45,6 +58,18 @@ impl UData {
         UserSlice::new(self.outbuf, self.outlen)
             .writer()
             .write_slice(&bytes[..n])
+    }
+
+    /// Reads the provider's command struct; `EINVAL` if the library sent
+    /// less (every rxe command struct has been the same size since it
+    /// existed).
+    pub(crate) fn read<T: FromBytes>(&self) -> Result<T> {
+        if self.inlen < core::mem::size_of::<T>() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(self.inbuf, core::mem::size_of::<T>())
+            .reader()
+            .read()
     }
 
     /// The caller's user context and driver data for a callback's udata;

@@ -18,6 +18,7 @@ use super::{
     srq,
 };
 use crate::rdma::{
+    access::Access,
     ah::Ah,
     attr::{DeviceAttr, IbMtu, PhysState, PortAttr, PortImmutable, PortState},
     av::AddressVector,
@@ -27,6 +28,7 @@ use crate::rdma::{
     mr::MrRequest,
     pd::Pd,
     qp::{Qp, QpAttrChange, QpAttrs, QpCreated, QpLink, QpRequest},
+    queue::MmapInfo,
     srq::{Srq, SrqAttrs, SrqRequest},
     stats::StatDesc,
     ucontext::UContext,
@@ -394,6 +396,15 @@ impl Driver for SroceDevice {
         srq::destroy(srq)
     }
 
+    fn resize_srq(
+        srq: &Srq<Self>,
+        max_wr: u32,
+        uctx: Option<&UContext<Self>>,
+        publish: impl FnOnce(MmapInfo) -> Result,
+    ) -> Result<u32> {
+        srq::resize(srq, max_wr, uctx, publish)
+    }
+
     fn set_srq_limit(srq: &Srq<Self>, limit: u32) -> Result {
         srq::set_limit(srq, limit)
     }
@@ -421,6 +432,10 @@ impl Driver for SroceDevice {
 
     fn reg_mr(dev: &Device<Self>, _pd: &Pd<Self>, req: &MrRequest) -> Result<SroceMemoryRegion> {
         mr::admit(dev, req)
+    }
+
+    fn check_mr_access(_dev: &Device<Self>, access: Access) -> Result {
+        mr::check_access(access)
     }
 
     fn dereg_mr(dev: &Device<Self>, mr: &SroceMemoryRegion) {

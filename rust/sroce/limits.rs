@@ -80,6 +80,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         device_cap_flags: cap::MEM_MGT_EXTENSIONS
             | cap::RC_RNR_NAK_GEN
             | cap::PORT_ACTIVE_EVENT
+            | cap::SRQ_RESIZE
             | cap::SYS_IMAGE_GUID,
         max_sge: MAX_SGE,
         max_sge_rd: MAX_SGE,

@@ -36,7 +36,23 @@ const UNSUPPORTED: Access = Access::ON_DEMAND
 /// rights sroce does not implement. Optional hints are ignored, as the
 /// verbs allow.
 pub(crate) fn check_request(req: &MrRequest) -> Result {
-    let access = req.access.without(Access::OPTIONAL);
+    check_access(req.access)?;
+    // No size check beyond this: `max_mr_size` is unlimited (as in rxe),
+    // and the core bounds what can be pinned (`RLIMIT_MEMLOCK`, 2^32 pages).
+    match req.kind {
+        MrKind::User if req.length == 0 => return Err(EINVAL),
+        MrKind::FastReg { max_pages } if max_pages == 0 || max_pages > MAX_FAST_REG_PAGES => {
+            return Err(EINVAL)
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Checks access rights (see [`check_request`]); also what a region's new
+/// rights (`ibv_rereg_mr`) must pass.
+pub(crate) fn check_access(access: Access) -> Result {
+    let access = access.without(Access::OPTIONAL);
     if access.intersects(UNSUPPORTED) {
         return Err(EOPNOTSUPP);
     }
@@ -47,15 +63,6 @@ pub(crate) fn check_request(req: &MrRequest) -> Result {
         && !access.contains(Access::LOCAL_WRITE)
     {
         return Err(EINVAL);
-    }
-    // No size check beyond this: `max_mr_size` is unlimited (as in rxe),
-    // and the core bounds what can be pinned (`RLIMIT_MEMLOCK`, 2^32 pages).
-    match req.kind {
-        MrKind::User if req.length == 0 => return Err(EINVAL),
-        MrKind::FastReg { max_pages } if max_pages == 0 || max_pages > MAX_FAST_REG_PAGES => {
-            return Err(EINVAL)
-        }
-        _ => {}
     }
     Ok(())
 }

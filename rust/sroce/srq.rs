@@ -3,13 +3,16 @@
 //! Shared receive queues: a ring of receive WQEs shared with the owning
 //! process, consumed by whichever of its queue pairs receives a message.
 
-use super::{device::SroceDevice, limits};
+use super::{cq, device::SroceDevice, limits};
 use crate::rdma::{
     device::Device,
     kwr::{RecvWrs, WqeLimits},
-    queue::{KernelRingProducer, UserProducerQueue},
+    qp::Qp,
+    queue::{KernelRingProducer, MmapInfo, UserProducerQueue},
     rxe_abi::{CreateSrqResp, RECV_WQE_HEADER, SGE_SIZE},
     srq::{Srq, SrqAttrs, SrqRequest},
+    ucontext::UContext,
+    wc::{Completion, WcOpcode, WcStatus},
     wqe::{RecvWqe, MAX_SGE},
 };
 use kernel::{
@@ -85,6 +88,28 @@ pub(crate) fn take(srq: &Srq<SroceDevice>) -> Taken {
     taken
 }
 
+/// Takes the oldest usable WQE of `srq` for a message arriving at `qp`.
+/// WQEs that do not parse complete with `IBV_WC_LOC_QP_OP_ERR` on `qp`'s
+/// receive CQ and the next is tried, at most a ring's worth: a process
+/// that keeps advancing the producer index over garbage gets "no receive"
+/// (an RNR NAK, or a dropped UD datagram), not a worker.
+pub(crate) fn take_usable(qp: &Qp<SroceDevice>, srq: &Srq<SroceDevice>) -> Option<RecvWqe> {
+    for _ in 0..=capacity(srq) {
+        match take(srq) {
+            Taken::Empty => return None,
+            Taken::Wqe(w) => return Some(w),
+            Taken::Malformed(wr_id) => {
+                let c = Completion {
+                    status: WcStatus::LocQpOpErr,
+                    ..Completion::flushed(wr_id, WcOpcode::Recv, qp.data().qpn())
+                };
+                let _ = cq::post(qp.recv_cq(), qp, &c, false);
+            }
+        }
+    }
+    None
+}
+
 pub(crate) fn create(
     dev: &Device<SroceDevice>,
     req: SrqRequest<'_, SroceDevice>,
@@ -158,6 +183,56 @@ pub(crate) fn post_recv_wrs(srq: &Srq<SroceDevice>, wrs: &mut RecvWrs<'_>) -> Re
 
 pub(crate) fn destroy(srq: &Srq<SroceDevice>) {
     srq.device().data().srqs.give();
+}
+
+/// Resizes the ring to at least `max_wr` WQEs (`ibv_modify_srq` with
+/// `IBV_SRQ_MAX_WR`): the WQEs posted and not yet taken move to the new
+/// ring in order; `EINVAL` if they do not fit, or if an armed limit would
+/// exceed the new size. A process's SRQ learns the new ring's mapping
+/// through `publish` first (its library maps it only if the call
+/// succeeds); a kernel consumer's posting moves with the ring.
+pub(crate) fn resize(
+    srq: &Srq<SroceDevice>,
+    max_wr: u32,
+    uctx: Option<&UContext<SroceDevice>>,
+    publish: impl FnOnce(MmapInfo) -> Result,
+) -> Result<u32> {
+    if max_wr == 0 || max_wr > limits::MAX_SRQ_WR {
+        return Err(EINVAL);
+    }
+    let d = srq.data();
+    // Allocating and mapping may sleep: done before the locks. The slot
+    // size stays (max_sge does not change).
+    let elem_size = d.inner.lock().ring.elem_size();
+    let (mut ring, mi) = UserProducerQueue::new(max_wr, elem_size, uctx)?;
+    let capacity = ring.capacity();
+    if uctx.is_some() {
+        // Writing to the process may fault: before any lock.
+        publish(mi)?;
+    }
+    let mut inner = d.inner.lock();
+    // Asking for fewer WQEs than the armed limit is an error (rxe too),
+    // whatever the rounding up grants.
+    if inner.attrs.limit > max_wr {
+        return Err(EINVAL);
+    }
+    let old = if uctx.is_some() {
+        inner.ring.move_pending_into(&mut ring)?;
+        core::mem::replace(&mut inner.ring, ring)
+    } else {
+        // A kernel consumer posts under `post`, in any context: hold it
+        // while the entries move and the producer moves to the new ring.
+        let mut post = d.post.lock();
+        inner.ring.move_pending_into(&mut ring)?;
+        *post = ring.kernel_producer();
+        drop(post);
+        core::mem::replace(&mut inner.ring, ring)
+    };
+    inner.attrs.max_wr = capacity;
+    drop(inner);
+    // Unmapping the old ring may sleep; the process maps the new one.
+    drop(old);
+    Ok(capacity)
 }
 
 /// Arms the limit event at `limit` WQEs (0 disarms).

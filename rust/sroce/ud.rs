@@ -232,27 +232,34 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
     let Ok(payload_len) = h.payload_len(after) else {
         return;
     };
-    let Some(rq) = inner.rings.recv.as_mut() else {
-        // Receives from a shared receive queue are RC only for now.
+    let (wr_id, status) = if let Some(rq) = inner.rings.recv.as_mut() {
+        if rq.pending() == 0 {
+            counters.inc(Counter::RcvdDropNoRecv);
+            return;
+        }
+        let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
+        let max_sge = inner_max_recv_sge(rq.elem_size());
+        let parsed = rq
+            .copy_pending(0, &mut buf)
+            .and_then(|n| RecvWqe::parse(&buf[..n], max_sge));
+        let status = match parsed {
+            Ok(w) => place(qp, &w, pkt, header_len, payload_len),
+            Err(_) => WcStatus::LocQpOpErr,
+        };
+        // The slot goes back before the completion is visible.
+        rq.retire();
+        (RecvWqe::id(&buf).unwrap_or(0), status)
+    } else if let Some(srq) = qp.srq() {
+        // Taken (copied out, its slot handed back) from the shared queue.
+        let Some(w) = super::srq::take_usable(qp, srq) else {
+            counters.inc(Counter::RcvdDropNoRecv);
+            return;
+        };
+        (w.wr_id, place(qp, &w, pkt, header_len, payload_len))
+    } else {
         counters.inc(Counter::RcvdDropNoRecv);
         return;
     };
-    if rq.pending() == 0 {
-        counters.inc(Counter::RcvdDropNoRecv);
-        return;
-    }
-    let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
-    let max_sge = inner_max_recv_sge(rq.elem_size());
-    let parsed = rq
-        .copy_pending(0, &mut buf)
-        .and_then(|n| RecvWqe::parse(&buf[..n], max_sge));
-    let wr_id = RecvWqe::id(&buf).unwrap_or(0);
-    let status = match parsed {
-        Ok(w) => place(qp, &w, pkt, header_len, payload_len),
-        Err(_) => WcStatus::LocQpOpErr,
-    };
-    // The slot goes back before the completion is visible.
-    rq.retire();
     let c = Completion {
         wr_id,
         status,

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <rdma/ib_user_verbs.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -711,6 +712,94 @@ static void test_srq(void)
 	B.srq = NULL;
 }
 
+/* Posts B's SRQ receives numbered *posted.. up to `upto` (256 bytes each at
+ * offset 256 * wr number); 1 if all were accepted. */
+static int post_srq_upto(uint32_t *posted, uint32_t upto)
+{
+	for (; *posted < upto; (*posted)++) {
+		struct ibv_sge rsg = sge(&B, 256 * *posted, 256);
+
+		if (post_recv(&B, 2000 + *posted, &rsg, 1))
+			return 0;
+	}
+	return 1;
+}
+
+/* SENDs from A consume B's SRQ receives *taken.. up to `upto`, in order,
+ * with the right lengths and bytes; 1 if all did. */
+static int send_srq_upto(uint32_t *taken, uint32_t upto)
+{
+	struct ibv_wc wc;
+
+	for (; *taken < upto; (*taken)++) {
+		struct ibv_sge ssg = sge(&A, 100 * *taken, 200);
+		struct ibv_send_wr wr = { .wr_id = 3000 + *taken, .sg_list = &ssg, .num_sge = 1,
+					  .opcode = IBV_WR_SEND };
+
+		if (post_send(&A, &wr) ||
+		    !expect_wc(A.scq, 3000 + *taken, IBV_WC_SUCCESS, IBV_WC_SEND, NULL) ||
+		    !expect_wc(B.rcq, 2000 + *taken, IBV_WC_SUCCESS, IBV_WC_RECV, &wc) ||
+		    wc.byte_len != 200 || memcmp(B.buf + 256 * *taken, A.buf + 100 * *taken, 200))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Resizing B's shared receive queue (ibv_modify_srq, IBV_SRQ_MAX_WR): the
+ * receives posted before a resize are used first and in order, the new room
+ * takes more, and a size too small for what is posted or below the armed
+ * limit is refused with the queue unchanged.
+ */
+static void test_srq_resize(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq_attr q = {};
+	uint32_t cap0, posted = 0, taken = 0;
+
+	B.srq = ibv_create_srq(B.pd, &sa);
+	CHECK(B.srq != NULL, "create an SRQ of 8 on B");
+	if (!B.srq)
+		return;
+	CHECK(connect_pair() == 0, "connect a QP using it");
+	CHECK(ibv_query_srq(B.srq, &q) == 0 && q.max_wr >= 8, "its size is %u", q.max_wr);
+	cap0 = q.max_wr;
+	fill(A.buf, BUF_SIZE, 13);
+	memset(B.buf, 0, BUF_SIZE);
+	CHECK(post_srq_upto(&posted, cap0), "post %u receives, the whole queue", cap0);
+	CHECK(!post_srq_upto(&posted, cap0 + 1), "one more does not fit");
+	q.max_wr = cap0 / 2;
+	CHECK(ibv_modify_srq(B.srq, &q, IBV_SRQ_MAX_WR) != 0,
+	      "resizing to %u with %u posted is refused", q.max_wr, cap0);
+	q.max_wr = 4 * cap0;
+	CHECK(ibv_modify_srq(B.srq, &q, IBV_SRQ_MAX_WR) == 0, "resize to %u with %u posted",
+	      q.max_wr, cap0);
+	CHECK(ibv_query_srq(B.srq, &q) == 0 && q.max_wr >= 4 * cap0, "query reports %u", q.max_wr);
+	CHECK(post_srq_upto(&posted, 3 * cap0), "post up to %u receives in the larger queue",
+	      3 * cap0);
+	CHECK(send_srq_upto(&taken, posted),
+	      "%u SENDs land in the receives in posting order across the resize (stopped at %u)",
+	      posted, taken);
+
+	q.srq_limit = 10;
+	CHECK(ibv_modify_srq(B.srq, &q, IBV_SRQ_LIMIT) == 0, "arm the limit at 10");
+	q.max_wr = 8;
+	CHECK(ibv_modify_srq(B.srq, &q, IBV_SRQ_MAX_WR) != 0, "a size below the limit is refused");
+	q.srq_limit = 0;
+	CHECK(ibv_modify_srq(B.srq, &q, IBV_SRQ_LIMIT) == 0, "disarm the limit");
+	CHECK(post_srq_upto(&posted, posted + 5), "post 5 receives");
+	q.max_wr = 8;
+	CHECK(ibv_modify_srq(B.srq, &q, IBV_SRQ_MAX_WR) == 0, "shrink to 8 with 5 posted");
+	CHECK(ibv_query_srq(B.srq, &q) == 0 && q.max_wr >= 8 && q.max_wr < 4 * cap0,
+	      "query reports %u", q.max_wr);
+	CHECK(send_srq_upto(&taken, posted), "the 5 receives kept their order (stopped at %u)",
+	      taken);
+	ibv_destroy_qp(B.qp);
+	B.qp = NULL;
+	CHECK(ibv_destroy_srq(B.srq) == 0, "destroy the SRQ");
+	B.srq = NULL;
+}
+
 /*
  * A's next send completion is wr_id with `status`; A's QP is then in ERR
  * and a WR posted afterwards completes flushed. `follow` is a WR posted
@@ -839,6 +928,130 @@ static void test_errors(void)
 	      !memcmp(B.buf, A.buf, 2048), "a WRITE on fresh QPs works again");
 }
 
+/*
+ * IB_USER_VERBS_CMD_REREG_MR on B's MR, written to the verbs file directly:
+ * librxe (rdma-core 44) has no rereg_mr, so ibv_rereg_mr never reaches the
+ * kernel through it. New keys, if any, go to *lkey and *rkey. 0 or errno.
+ */
+static int rereg(struct ibv_mr *mr, uint32_t flags, struct ibv_pd *pd, void *addr, size_t len,
+		 int access, uint32_t *rkey)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} req = {};
+	struct ib_uverbs_rereg_mr_resp resp = {};
+
+	req.hdr.command = IB_USER_VERBS_CMD_REREG_MR;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.mr_handle = mr->handle;
+	req.cmd.flags = flags;
+	req.cmd.start = (uintptr_t)addr;
+	req.cmd.length = len;
+	req.cmd.hca_va = (uintptr_t)addr;
+	req.cmd.pd_handle = pd ? pd->handle : 0;
+	req.cmd.access_flags = access;
+	if (write(mr->context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
+		return errno;
+	*rkey = resp.rkey;
+	return 0;
+}
+
+/*
+ * Re-registering B's memory region: new rights and a new PD take effect in
+ * place (same keys), a new translation gives new keys over the new memory
+ * (sroce; rxe 7.3 refuses it), and write rights on pages pinned for reading
+ * are refused (EACCES). Error completions: a clean wire only.
+ */
+static void test_rereg(void)
+{
+	const char *rxe_side = getenv("VERBS_DATA_RXE_SIDE");
+	int rxe_b = rxe_side && !strcmp(rxe_side, "B");
+	struct ibv_pd *pd2 = ibv_alloc_pd(B.ctx);
+	struct ibv_sge sg = sge(&A, 0, 1024);
+	struct ibv_send_wr wr;
+	struct ibv_mr *mr = NULL, *ro = NULL;
+	uint8_t *mem = NULL, *mem2 = NULL;
+	uint32_t rkey;
+	int rc;
+
+	if (posix_memalign((void **)&mem, 4096, 8192) || posix_memalign((void **)&mem2, 4096, 8192))
+		return;
+	memset(mem, 0, 8192);
+	memset(mem2, 0, 8192);
+	mr = ibv_reg_mr(B.pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK(mr && pd2, "an MR on B with remote read, and a second PD");
+	if (!mr || !pd2)
+		goto out;
+	rkey = mr->rkey;
+	CHECK(connect_pair() == 0, "fresh QPs for re-registration");
+	fill(mem, 8192, 21);
+	wr = rdma_wr(IBV_WR_RDMA_READ, 260, &sg, 1, mem, rkey);
+	CHECK(post_send(&A, &wr) == 0 &&
+	      expect_wc(A.scq, 260, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL) &&
+	      !memcmp(A.buf, mem, 1024), "READ from it");
+
+	rc = rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &rkey);
+	CHECK(rc == 0 && rkey == mr->rkey, "new rights: remote write instead of read, same keys (%s)",
+	      strerror(rc));
+	fill(A.buf, 1024, 22);
+	wr = rdma_wr(IBV_WR_RDMA_WRITE, 261, &sg, 1, mem + 100, mr->rkey);
+	CHECK(post_send(&A, &wr) == 0 &&
+	      expect_wc(A.scq, 261, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL) &&
+	      !memcmp(mem + 100, A.buf, 1024), "a WRITE lands with the new rights");
+	wr = rdma_wr(IBV_WR_RDMA_READ, 262, &sg, 1, mem, mr->rkey);
+	CHECK(post_send(&A, &wr) == 0, "post a READ, which it no longer allows");
+	expect_error("READ after remote read was taken away", 262, IBV_WC_REM_ACCESS_ERR, 0);
+
+	CHECK(connect_pair() == 0, "fresh QPs");
+	rc = rereg(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0, &rkey);
+	CHECK(rc == 0, "new PD: one B's QP is not in (%s)", strerror(rc));
+	wr = rdma_wr(IBV_WR_RDMA_WRITE, 263, &sg, 1, mem, mr->rkey);
+	CHECK(post_send(&A, &wr) == 0, "post a WRITE to it");
+	expect_error("WRITE to an MR of another PD", 263, IBV_WC_REM_ACCESS_ERR, 0);
+	CHECK(connect_pair() == 0, "fresh QPs");
+	rc = rereg(mr, IBV_REREG_MR_CHANGE_PD, B.pd, NULL, 0, 0, &rkey);
+	CHECK(rc == 0, "back to B's PD (%s)", strerror(rc));
+	wr = rdma_wr(IBV_WR_RDMA_WRITE, 264, &sg, 1, mem + 8, mr->rkey);
+	CHECK(post_send(&A, &wr) == 0 &&
+	      expect_wc(A.scq, 264, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL) &&
+	      !memcmp(mem + 8, A.buf, 1024), "a WRITE lands again");
+
+	if (!rxe_b) {
+		uint8_t before[1024];
+
+		memcpy(before, mem + 16, sizeof(before));
+		rc = rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, mem2, 4096, 0, &rkey);
+		CHECK(rc == 0, "new translation onto other memory (%s)", strerror(rc));
+		fill(A.buf, 1024, 23);
+		wr = rdma_wr(IBV_WR_RDMA_WRITE, 265, &sg, 1, mem2 + 16, rkey);
+		CHECK(rc == 0 && post_send(&A, &wr) == 0 &&
+		      expect_wc(A.scq, 265, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL) &&
+		      !memcmp(mem2 + 16, A.buf, 1024) && !memcmp(mem + 16, before, 1024),
+		      "a WRITE with the new rkey lands in the new memory, not the old");
+		wr = rdma_wr(IBV_WR_RDMA_WRITE, 266, &sg, 1, mem, rkey);
+		CHECK(post_send(&A, &wr) == 0, "post a WRITE to the old range");
+		expect_error("WRITE to the range given up", 266, IBV_WC_REM_ACCESS_ERR, 0);
+	}
+
+	ro = ibv_reg_mr(B.pd, mem2 + 4096, 4096, IBV_ACCESS_REMOTE_READ);
+	rc = ro ? rereg(ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &rkey) : -1;
+	CHECK(rc == EACCES, "write rights on memory pinned for reading: EACCES (%s)", strerror(rc));
+out:
+	if (ro)
+		ibv_dereg_mr(ro);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	free(mem);
+	free(mem2);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
@@ -859,11 +1072,14 @@ int main(int argc, char **argv)
 	test_large();
 	test_depth1();
 	test_srq();
+	test_srq_resize();
 	/* A fatal NAK that is lost leaves the requester retrying (a
 	 * responder in the error state answers nothing, and rxe treats
 	 * retry_cnt 7 as unlimited): error cases are for a clean wire. */
-	if (!getenv("VERBS_DATA_LOSSY"))
+	if (!getenv("VERBS_DATA_LOSSY")) {
 		test_errors();
+		test_rereg();
+	}
 
 	if (A.qp)
 		ibv_destroy_qp(A.qp);

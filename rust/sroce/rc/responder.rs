@@ -33,7 +33,6 @@ use crate::sroce::{
     io,
     io::{counters::Counter, RxPacket},
     qp::QpInner,
-    srq::Taken,
 };
 
 pub(super) fn on_request(
@@ -277,33 +276,15 @@ pub(super) fn needs_recv(rc: &RcState, req: &Request) -> bool {
         )
 }
 
-/// Takes the next WQE of the shared queue for `rc`; false if it is empty.
-/// A WQE that does not parse completes in error and the next is tried.
+/// Takes the next usable WQE of the shared queue for `rc`; false if there
+/// is none.
 pub(super) fn take_from_srq(
     qp: &Qp<SroceDevice>,
     srq: &Srq<SroceDevice>,
     rc: &mut RcState,
 ) -> bool {
-    // Malformed WQEs complete with an error and the next one is tried, at
-    // most a ring's worth: a process that keeps advancing the producer
-    // index over garbage gets "no receive" (an RNR NAK), not a worker.
-    for _ in 0..=crate::sroce::srq::capacity(srq) {
-        match crate::sroce::srq::take(srq) {
-            Taken::Empty => return false,
-            Taken::Wqe(w) => {
-                rc.recv = Some(w);
-                return true;
-            }
-            Taken::Malformed(wr_id) => {
-                let c = Completion {
-                    status: WcStatus::LocQpOpErr,
-                    ..Completion::flushed(wr_id, WcOpcode::Recv, qp.data().qpn())
-                };
-                let _ = cq::post(qp.recv_cq(), qp, &c, false);
-            }
-        }
-    }
-    false
+    rc.recv = crate::sroce::srq::take_usable(qp, srq);
+    rc.recv.is_some()
 }
 
 /// Completes the receive WQE a request used, if the message ended (or
