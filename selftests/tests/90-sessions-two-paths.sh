@@ -88,17 +88,20 @@ sessions_until() {
 }
 # end_stream WHAT: checks that the stream still runs, waits until it moved
 # data over w2 (at most 30 s; DW is the packets h2 sent there meanwhile)
-# and reported a further interval with data moved, then stops both sides.
+# and reported a whole interval after that with data moved, then stops
+# both sides. (The next report may cover mostly the time before traffic
+# resumed, e.g. a stall while both links were cut: the one after it lies
+# wholly after.)
 end_stream() {
 	local w0 n deadline=$((SECONDS + 30))
 	kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
 	w0=$(tx h2 w2)
-	n=$(reports)
 	while DW=$(($(tx h2 w2) - w0)) && ((DW <= 100 && SECONDS < deadline)); do
 		kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
 		sleep 0.2
 	done
-	wait_report $((n + 1)) "$1"
+	n=$(reports)
+	wait_report $((n + 2)) "$1"
 	LAST_REPORT=$(grep -E "$REPORT" "$TEST_TMP/client.log" | tail -n 1)
 	kill -0 "$CLI" 2>/dev/null || stream_failed "$1"
 	kill "$CLI" 2>/dev/null || true
