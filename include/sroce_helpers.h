@@ -27,6 +27,10 @@ void sroce_dev_hold(struct net_device *ndev);
 void sroce_dev_put(struct net_device *ndev);
 void *sroce_vmalloc_user(unsigned long size);
 void sroce_memcpy_shared(void *dst, const void *src, size_t len);
+void sroce_spin_lock_bh(spinlock_t *lock);
+void sroce_spin_unlock_bh(spinlock_t *lock);
+bool sroce_spin_trylock_bh(spinlock_t *lock);
+bool sroce_bh_lockable(void);
 
 /* Memory regions: key table, pinned pages, their mapping. */
 void sroce_xa_init_alloc(struct xarray *xa);

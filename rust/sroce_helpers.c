@@ -409,3 +409,25 @@ void sroce_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start)
 {
 	nla_nest_cancel(skb, start);
 }
+
+/* A spinlock taken with bottom halves disabled (rust/rdma/bh_lock.rs). */
+void sroce_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void sroce_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+bool sroce_spin_trylock_bh(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
+}
+
+/* Whether spin_lock_bh() may be called here. */
+bool sroce_bh_lockable(void)
+{
+	return !in_hardirq() && !in_nmi() && !irqs_disabled();
+}

@@ -13,6 +13,7 @@ pub(crate) mod access;
 pub(crate) mod ah;
 pub(crate) mod attr;
 pub(crate) mod av;
+pub(crate) mod bh_lock;
 pub(crate) mod bindings;
 pub(crate) mod context_slot;
 pub(crate) mod cq;

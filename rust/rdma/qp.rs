@@ -2,6 +2,7 @@
 
 //! `struct ib_qp`: queue pairs, their attributes and state transitions.
 
+use super::bh_lock::{new_spinlock_bh, SpinLockBh};
 use super::{
     attr::IbMtu,
     av::AddressVector,
@@ -16,7 +17,7 @@ use super::{
     udata::UData,
 };
 use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{error::from_result, new_mutex, prelude::*, sync::Mutex};
+use kernel::{error::from_result, new_condvar, prelude::*, sync::CondVar};
 
 core_object!(
     /// A queue pair with the driver's per-QP state.
@@ -107,9 +108,10 @@ impl QpHandle {
     }
 }
 
-/// The way deferred work (a work item, a timer) of the driver reaches its
-/// QP: valid from the end of `create_qp` until `destroy_qp`, which revokes
-/// it before the QP's memory goes.
+/// The way deferred work (a work item, a timer, the receive softirq) of the
+/// driver reaches its QP: valid from the end of `create_qp` until
+/// `destroy_qp`, which revokes it and waits for its users before the QP's
+/// memory goes.
 ///
 /// The driver keeps the link in its per-QP state and names it in
 /// [`Driver::qp_link`]; this layer attaches and revokes it, so a link can
@@ -117,18 +119,27 @@ impl QpHandle {
 ///
 /// # Invariants
 ///
-/// When `qp` holds a pointer, it is the `ib_qp` of a live `Qp<T>` whose
-/// driver data names this link; `destroy` sets it to `None` (under the
-/// lock) before the QP is freed.
+/// When `state.qp` holds a pointer, it is the `ib_qp` of a live `Qp<T>`
+/// whose driver data names this link; `revoke` sets it to `None` and then
+/// waits until `state.users` (the `with` calls that read the pointer
+/// before) is zero, before the QP is freed.
 #[pin_data]
 pub(crate) struct QpLink<T: Driver> {
     #[pin]
-    qp: Mutex<Option<NonNull<bindings::ib_qp>>>,
+    state: SpinLockBh<LinkState>,
+    /// Signalled when the last user leaves a revoked link.
+    #[pin]
+    idle: CondVar,
     _p: PhantomData<T>,
 }
 
-// SAFETY: the pointer is only dereferenced under the lock while the QP is
-// live (type invariant), and `Qp<T>` is usable from any thread.
+struct LinkState {
+    qp: Option<NonNull<bindings::ib_qp>>,
+    users: usize,
+}
+
+// SAFETY: the pointer is only dereferenced while the QP is live (type
+// invariant), and `Qp<T>` is usable from any thread.
 unsafe impl<T: Driver> Send for QpLink<T> {}
 // SAFETY: as above.
 unsafe impl<T: Driver> Sync for QpLink<T> {}
@@ -137,27 +148,45 @@ impl<T: Driver> QpLink<T> {
     /// A link to no QP yet.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            qp <- new_mutex!(None, "sroce::qp_link"),
+            state <- new_spinlock_bh!(LinkState { qp: None, users: 0 }, "sroce::qp_link"),
+            idle <- new_condvar!("sroce::qp_link_idle"),
             _p: PhantomData,
         })
     }
 
     /// Runs `f` on the QP unless it was destroyed; the QP's destruction
-    /// waits until `f` returns. Process context.
+    /// waits until `f` returns. Any context (`f` decides whether it may
+    /// sleep).
     pub(crate) fn with<R>(&self, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
-        let guard = self.qp.lock();
-        let p = (*guard)?;
-        // SAFETY: the pointer is a live QP while the lock is held (type
-        // invariant).
-        Some(f(unsafe { Qp::<T>::from_raw(p.as_ptr()) }))
+        let p = {
+            let mut s = self.state.lock();
+            let p = s.qp?;
+            s.users += 1;
+            p
+        };
+        // SAFETY: the pointer is a live QP until `users` drops back (type
+        // invariant: `revoke` waits for it).
+        let r = f(unsafe { Qp::<T>::from_raw(p.as_ptr()) });
+        let mut s = self.state.lock();
+        s.users -= 1;
+        if s.users == 0 && s.qp.is_none() {
+            self.idle.notify_all();
+        }
+        Some(r)
     }
 
     fn attach(&self, qp: *mut bindings::ib_qp) {
-        *self.qp.lock() = NonNull::new(qp);
+        self.state.lock().qp = NonNull::new(qp);
     }
 
+    /// Detaches the QP and waits for the users that still hold it.
+    /// Process context.
     fn revoke(&self) {
-        *self.qp.lock() = None;
+        let mut s = self.state.lock();
+        s.qp = None;
+        while s.users != 0 {
+            self.idle.wait(&mut s);
+        }
     }
 }
 

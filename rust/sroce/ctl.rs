@@ -292,13 +292,30 @@ fn set_qp(d: &Device<SroceDevice>, qpn: u32, ov: &SessionOverride) -> Result {
     shared
         .link()
         .with(|qp| -> Result {
-            let mut guard = qp.data().lock();
-            let inner = &mut *guard;
-            let merged = inner.sessions_override.merge(*ov);
-            if let Some(rc) = inner.rc.as_mut() {
-                rc.reconfigure_sessions(d, &merged)?;
-            }
+            // Serialised with modify: the connection read here stays.
+            let _control = qp.data().control();
+            let (merged, connected) = {
+                let inner = qp.data().lock();
+                let merged = inner.sessions_override.merge(*ov);
+                (merged, inner.rc.as_ref().map(|rc| rc.sessions_origin()))
+            };
+            let cfg = merged.apply(d.data().sessions.lock().group);
+            // New ports are sockets: made unlocked.
+            let fresh = match connected {
+                Some((origin, size, now_us)) => {
+                    QpSessions::rebuilt_for(d, origin, size, &cfg, now_us)?
+                }
+                None => None,
+            };
+            let mut inner = qp.data().lock();
+            let old = match inner.rc.as_mut() {
+                Some(rc) => rc.reconfigure_sessions(&cfg, fresh),
+                // The connection ended meanwhile: nothing to apply.
+                None => fresh,
+            };
             inner.sessions_override = merged;
+            drop(inner);
+            drop(old);
             Ok(())
         })
         .unwrap_or(Err(ENOENT))

@@ -88,9 +88,10 @@ pub(crate) struct SroceDevice {
     /// The device's debugfs directory.
     #[pin]
     debug: Scope<DevDebug>,
-    /// Session defaults for new queue pairs (generic netlink `DEV_SET`).
+    /// Session defaults for new queue pairs (generic netlink `DEV_SET`);
+    /// read under QP locks, in the receive softirq too.
     #[pin]
-    pub(crate) sessions: Mutex<SessionDefaults>,
+    pub(crate) sessions: SpinLockIrq<SessionDefaults>,
 }
 
 /// A device's packet I/O state.
@@ -134,7 +135,7 @@ impl SroceDevice {
             rx_opcodes,
             id,
             debug <- debug,
-            sessions <- new_mutex!(SessionDefaults::DEFAULT, "sroce::sessions"),
+            sessions <- new_spinlock_irq!(SessionDefaults::DEFAULT, "sroce::sessions"),
         })
     }
 }

@@ -15,6 +15,7 @@ use super::{
 use crate::net::route::RouteCache;
 use crate::rdma::{
     attr::IbMtu,
+    bh_lock::{self, new_spinlock_bh, SpinLockBh, SpinLockBhGuard},
     device::{Device, PORT},
     kwr::{RecvWrs, SendWrs, WqeLimits},
     qp::{Qp, QpAttrChange, QpAttrs, QpCaps, QpCreated, QpLink, QpRequest, QpState, QpType},
@@ -27,7 +28,7 @@ use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, Mutex, MutexGuard, SpinLockIrq},
+    sync::{Arc, Mutex, SpinLockIrq},
 };
 
 /// PSNs are 24 bits.
@@ -52,8 +53,11 @@ impl Rings {
     }
 }
 
-/// The mutable part of a queue pair, behind one lock: attributes change,
-/// queues are flushed and the data path runs under it.
+/// The mutable part of a queue pair, behind one spinlock that the receive
+/// softirq takes too: attributes change, queues are flushed and the data
+/// path runs under it. Nothing under it sleeps: what needs to (sockets of
+/// a session group, a new connection's memory) is built before it is
+/// taken and dropped after it is released.
 pub(crate) struct QpInner {
     pub(crate) attrs: QpAttrs,
     pub(crate) rings: Rings,
@@ -65,6 +69,16 @@ pub(crate) struct QpInner {
     pub(crate) ud_sessions: UdSessions,
     /// The routes of the flows this QP sent on last.
     pub(crate) routes: RouteCache,
+    /// A connection that ended under the lock (the error state), dropped
+    /// in process context: its session group's ports are sockets.
+    pub(crate) retired: Option<KBox<RcState>>,
+}
+
+impl QpInner {
+    /// What must be dropped outside the lock, taken out of it.
+    pub(crate) fn take_retired(&mut self) -> Option<KBox<RcState>> {
+        self.retired.take()
+    }
 }
 
 /// sroce's state of one queue pair.
@@ -72,8 +86,12 @@ pub(crate) struct QpInner {
 pub(crate) struct SroceQp {
     qpn: u32,
     qp_type: QpType,
+    /// Serialises the control operations (modify, session override),
+    /// which prepare what they install while the data path runs.
     #[pin]
-    inner: Mutex<QpInner>,
+    control: Mutex<()>,
+    #[pin]
+    inner: SpinLockBh<QpInner>,
     /// What the receive path and the work item share; in the device's QP
     /// table while the QP exists.
     shared: Arc<QpShared>,
@@ -111,8 +129,18 @@ impl SroceQp {
     }
 
     /// Locks the QP's state.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, QpInner> {
+    pub(crate) fn lock(&self) -> SpinLockBhGuard<'_, QpInner> {
         self.inner.lock()
+    }
+
+    /// Locks the QP's state unless another context holds it.
+    pub(crate) fn try_lock(&self) -> Option<SpinLockBhGuard<'_, QpInner>> {
+        self.inner.try_lock()
+    }
+
+    /// Serialises a control operation with the others (process context).
+    pub(crate) fn control(&self) -> kernel::sync::MutexGuard<'_, ()> {
+        self.control.lock()
     }
 
     /// Notes that a CQ of the QP overran (callable with the QP locked or
@@ -228,7 +256,8 @@ pub(crate) fn create(
         try_pin_init!(SroceQp {
             qpn,
             qp_type: req.qp_type,
-            inner <- new_mutex!(
+            control <- new_mutex!((), "sroce::qp_control"),
+            inner <- new_spinlock_bh!(
                 QpInner {
                     attrs,
                     rings: Rings { send, recv },
@@ -236,6 +265,7 @@ pub(crate) fn create(
                     sessions_override: SessionOverride::default(),
                     ud_sessions: UdSessions::default(),
                     routes: RouteCache::new(),
+                    retired: None,
                 },
                 "sroce::qp"
             ),
@@ -258,7 +288,9 @@ pub(crate) fn create(
 }
 
 /// Posts a kernel consumer's send work requests into the send ring and
-/// wakes the work item, which runs them as it runs a process's WQEs.
+/// runs them as a process's WQEs: at once if the QP is idle and the
+/// caller's context allows (not a hard interrupt, interrupts enabled),
+/// else in the work item.
 pub(crate) fn post_send_wrs(qp: &Qp<SroceDevice>, wrs: &mut SendWrs<'_, SroceDevice>) -> Result {
     let d = qp.data();
     let state = d.state();
@@ -281,7 +313,9 @@ pub(crate) fn post_send_wrs(qp: &Qp<SroceDevice>, wrs: &mut SendWrs<'_, SroceDev
         r
     };
     // Even after a failure, what was posted before it must run.
-    d.shared.schedule();
+    if !(bh_lock::bottom_halves_can_be_disabled() && rc::try_pass(qp)) {
+        d.shared.schedule();
+    }
     posted
 }
 
@@ -312,7 +346,16 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
     // revoked once this returns.
     dev.data().remove_qp(qp.data().qpn);
     qp.data().shared.close();
-    qp.data().inner.lock().rc = None;
+    let (rc, retired, ud) = {
+        let mut inner = qp.data().inner.lock();
+        (
+            inner.rc.take(),
+            inner.take_retired(),
+            core::mem::take(&mut inner.ud_sessions),
+        )
+    };
+    // Session groups release their ports (sockets) here, unlocked.
+    drop((rc, retired, ud));
     dev.data().free_qpn(qp.data().qpn);
 }
 
@@ -334,7 +377,7 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
         qp.data().shared.schedule();
         return Ok(());
     };
-    match inner.attrs.state {
+    let r = match inner.attrs.state {
         QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
         QpState::Err => {
             // Work posted in the error state completes flushed.
@@ -345,7 +388,11 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
             super::rc::run_pass(qp, &mut inner);
             Ok(())
         }
-    }
+    };
+    let retired = inner.take_retired();
+    drop(inner);
+    drop(retired);
+    r
 }
 
 /// Moves the QP to the error state if one of its CQs overran (an overrun
@@ -390,14 +437,8 @@ fn check_change(dev: &Device<SroceDevice>, c: &QpAttrChange) -> Result {
     Ok(())
 }
 
-pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
-    check_change(qp.device(), c)?;
-    let mut guard = qp.data().inner.lock();
-    let inner = &mut *guard;
-    let a = &mut inner.attrs;
-    let entering_error = c.state == Some(QpState::Err) && a.state != QpState::Err;
-    let entering_rtr = c.state == Some(QpState::Rtr) && a.state != QpState::Rtr;
-    let entering_rts = c.state == Some(QpState::Rts) && a.state != QpState::Rts;
+/// Sets the attributes `c` changes.
+fn apply_change(a: &mut QpAttrs, c: &QpAttrChange) {
     if let Some(s) = c.state {
         a.state = s;
     }
@@ -426,20 +467,63 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
     if let Some(p) = c.sq_psn {
         a.sq_psn = p & PSN_MASK;
     }
-    if entering_rtr && a.qp_type == Some(QpType::Rc) {
-        let state = RcState::new(qp.device(), qp.data().qpn, a, &inner.sessions_override);
-        match state {
-            Ok(s) => inner.rc = Some(s),
-            Err(e) => {
-                // The attributes are applied but the QP cannot connect:
-                // leave it in the error state, as a failed transition
-                // would in hardware.
-                inner.attrs.state = QpState::Err;
-                qp.data().publish_state(QpState::Err);
-                rc::enter_error(qp, inner);
-                return Err(e);
-            }
+}
+
+pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
+    check_change(qp.device(), c)?;
+    let d = qp.data();
+    // Modifications are serialised: what is built below from the
+    // attributes read here is still what they will be.
+    let _control = d.control();
+    let connect = {
+        let inner = d.inner.lock();
+        let mut a = inner.attrs;
+        let entering_rtr = c.state == Some(QpState::Rtr) && a.state != QpState::Rtr;
+        apply_change(&mut a, c);
+        (entering_rtr && a.qp_type == Some(QpType::Rc)).then_some((a, inner.sessions_override))
+    };
+    // A connection's memory and session sockets are allocated sleeping,
+    // before the data path's lock is taken.
+    let connection = connect.map(|(a, ov)| RcState::new(qp.device(), d.qpn, &a, &ov));
+    let mut guard = d.inner.lock();
+    let dropped = modify_locked(qp, &mut guard, c, connection);
+    let retired = guard.take_retired();
+    drop(guard);
+    // Released unlocked: session groups hold sockets.
+    let (r, old, ud) = dropped;
+    drop((old, ud, retired));
+    r
+}
+
+/// What a modification leaves to drop outside the lock: its result, a
+/// connection and a UD QP's session groups.
+type Dropped = (Result, Option<KBox<RcState>>, UdSessions);
+
+/// Applies `c` with the QP locked; `connection` is the connection built
+/// for a transition to RTR.
+fn modify_locked(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    c: &QpAttrChange,
+    connection: Option<Result<KBox<RcState>>>,
+) -> Dropped {
+    let a = &mut inner.attrs;
+    let entering_error = c.state == Some(QpState::Err) && a.state != QpState::Err;
+    let entering_rts = c.state == Some(QpState::Rts) && a.state != QpState::Rts;
+    apply_change(a, c);
+    let mut old = None;
+    match connection {
+        Some(Ok(s)) => old = inner.rc.replace(s),
+        Some(Err(e)) => {
+            // The attributes are applied but the QP cannot connect:
+            // leave it in the error state, as a failed transition
+            // would in hardware.
+            inner.attrs.state = QpState::Err;
+            qp.data().publish_state(QpState::Err);
+            rc::enter_error(qp, inner);
+            return (Err(e), old, UdSessions::default());
         }
+        None => {}
     }
     let a = &mut inner.attrs;
     if entering_rts {
@@ -451,9 +535,10 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
         rc::enter_error(qp, inner);
     }
     let a = &mut inner.attrs;
+    let mut ud = UdSessions::default();
     if a.state == QpState::Reset {
-        inner.rc = None;
-        inner.ud_sessions.clear();
+        old = old.or(inner.rc.take());
+        ud = core::mem::take(&mut inner.ud_sessions);
         // A reset QP forgets its connection.
         let keep = (a.caps, a.qp_type, a.signal_all);
         *a = QpAttrs {
@@ -465,7 +550,7 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
         };
     }
     qp.data().publish_state(inner.attrs.state);
-    Ok(())
+    (Ok(()), old, ud)
 }
 
 pub(crate) fn attrs(qp: &Qp<SroceDevice>) -> QpAttrs {

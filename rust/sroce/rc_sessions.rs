@@ -240,27 +240,48 @@ impl<const W: usize> QpSessions<W> {
         )?)
     }
 
-    /// Changes the group to `cfg` now: policy and reorder guard in place;
-    /// a new size builds a new group (new ports; the old ones are released)
-    /// and sends what follows on it. Messages in flight complete normally;
-    /// their sessions' bookkeeping starts afresh.
-    pub(crate) fn reconfigure(
-        &mut self,
+    /// A group for `cfg` to replace this one with, if `cfg` changes its
+    /// size (new ports); `None` if it applies in place. Sleeps: call it
+    /// without the QP's lock, with `self`'s origin read under it.
+    pub(crate) fn rebuilt_for(
         dev: &Device<SroceDevice>,
+        origin: Origin,
+        size_now: usize,
         cfg: &GroupConfig,
         now_us: u64,
-    ) -> Result {
-        if usize::from(cfg.size.max(1)) == self.group.len() {
+    ) -> Result<Option<KVBox<Self>>> {
+        if usize::from(cfg.size.max(1)) == size_now {
+            return Ok(None);
+        }
+        Self::new(dev, origin, cfg, now_us).map(Some)
+    }
+
+    /// The origin the group was built from, and its size.
+    pub(crate) fn origin_and_size(&self) -> (Origin, usize) {
+        (self.origin, self.group.len())
+    }
+
+    /// Changes the group to `cfg` now: policy and reorder guard in place,
+    /// or (a new size) the group `fresh` from [`Self::rebuilt_for`] takes
+    /// over and sends what follows (the old ports are released when the
+    /// returned group is dropped, unlocked). Messages in flight complete
+    /// normally; their sessions' bookkeeping starts afresh.
+    pub(crate) fn reconfigure(
+        &mut self,
+        cfg: &GroupConfig,
+        fresh: Option<KVBox<Self>>,
+    ) -> Option<KVBox<Self>> {
+        let Some(mut fresh) = fresh.filter(|_| usize::from(cfg.size.max(1)) != self.group.len())
+        else {
             self.group.set_policy(cfg.policy);
             self.group.set_reorder_guard(cfg.reorder_guard);
-            return Ok(());
-        }
-        let mut fresh = Self::new(dev, self.origin, cfg, now_us)?;
+            return None;
+        };
         fresh.ledger = Ledger::rebuilt(&self.ledger);
         fresh.last_failover_us = self.last_failover_us;
         fresh.max_failover_us = self.max_failover_us;
         core::mem::swap(self, &mut *fresh);
-        Ok(())
+        Some(fresh)
     }
 
     /// The QP's transport timeout and retry count as set at RTS (the group

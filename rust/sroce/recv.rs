@@ -5,6 +5,7 @@
 
 use super::device::SroceDevice;
 use super::io::{counters::Counter, RxPacket};
+use super::rc::Queued;
 use crate::rdma::device::Device;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -30,7 +31,8 @@ impl OpcodeCounts {
 }
 
 /// The transport engines' entry point for received packets: queued for
-/// the destination QP's work item. Softirq context.
+/// the destination QP, and handled at once if nothing was queued before.
+/// Softirq context.
 pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
     // A checked packet has at least a BTH, whose first byte is the opcode.
     if let Some(&opcode) = pkt.head().first() {
@@ -43,11 +45,12 @@ pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
         .and_then(|qpn| dev.data().qp(qpn));
     let counters = &dev.data().io.counters;
     match qp {
-        Some(qp) => {
-            if !qp.queue_rx(pkt) {
-                counters.inc(Counter::RcvdDropQpFull);
-            }
-        }
+        Some(qp) => match qp.queue_rx(pkt) {
+            Queued::Lone if qp.receive_now() => counters.inc(Counter::RcvdSoftirqPasses),
+            Queued::Lone | Queued::Behind => counters.inc(Counter::RcvdWorkerHandoffs),
+            Queued::Dropped => counters.inc(Counter::RcvdDropQpFull),
+            Queued::Closed => counters.inc(Counter::RcvdDropNoQp),
+        },
         None => {
             counters.inc(Counter::RcvdDropNoQp);
             // A drop, freed as one.

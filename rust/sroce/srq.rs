@@ -4,6 +4,7 @@
 //! process, consumed by whichever of its queue pairs receives a message.
 
 use super::{cq, device::SroceDevice, limits};
+use crate::rdma::bh_lock::{new_spinlock_bh, SpinLockBh};
 use crate::rdma::{
     device::Device,
     kwr::{RecvWrs, WqeLimits},
@@ -15,14 +16,11 @@ use crate::rdma::{
     wc::{Completion, WcOpcode, WcStatus},
     wqe::{RecvWqe, MAX_SGE},
 };
-use kernel::{
-    new_mutex, new_spinlock_irq,
-    prelude::*,
-    sync::{Mutex, SpinLockIrq},
-};
+use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 
 /// The mutable part of a shared receive queue: several QPs take WQEs from
-/// the ring, so taking is done under this lock (QP locks come first).
+/// the ring, so taking is done under this lock (QP locks come first; the
+/// receive softirq takes both, so it disables bottom halves).
 struct SrqInner {
     attrs: SrqAttrs,
     ring: UserProducerQueue,
@@ -32,7 +30,7 @@ struct SrqInner {
 #[pin_data]
 pub(crate) struct SroceSrq {
     #[pin]
-    inner: Mutex<SrqInner>,
+    inner: SpinLockBh<SrqInner>,
     /// A kernel consumer's posting into the ring (`None` for a process's
     /// SRQ); a spinlock, since posting may happen in atomic context.
     #[pin]
@@ -152,7 +150,7 @@ pub(crate) fn create(
     }
     Ok((
         try_pin_init!(SroceSrq {
-            inner <- new_mutex!(
+            inner <- new_spinlock_bh!(
                 SrqInner {
                     attrs: granted,
                     ring

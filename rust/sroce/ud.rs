@@ -79,7 +79,10 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
         let (wr_id, signaled, length, status) = match parsed {
             Ok(w) => {
                 let status = match send_one(qp, inner, &w) {
-                    Ok(()) => WcStatus::Success,
+                    Ok(Sent::Yes) => WcStatus::Success,
+                    // Its session group is built by the work item, which
+                    // this pass schedules; the WQE stays in the ring.
+                    Ok(Sent::AwaitsGroup) => return true,
                     Err(s) => s,
                 };
                 (w.wr_id, w.flags.signaled, w.length, status)
@@ -116,12 +119,21 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
     inner.rings.send.pending() > 0
 }
 
+/// What became of a send WQE that did not fail.
+enum Sent {
+    /// Its packet went out (or was lost on the way, as UD may).
+    Yes,
+    /// Not sent: the first datagram to its destination waits until the
+    /// destination's session group is built, in process context.
+    AwaitsGroup,
+}
+
 /// Builds and sends the packet of one UD send WQE.
 fn send_one(
     qp: &Qp<SroceDevice>,
     inner: &mut QpInner,
     w: &SendWqe,
-) -> core::result::Result<(), WcStatus> {
+) -> core::result::Result<Sent, WcStatus> {
     let dev = qp.device();
     let op = match w.op {
         SendOp::Send => Operation::SendOnly,
@@ -160,7 +172,10 @@ fn send_one(
         base
     } else {
         let ov = inner.sessions_override;
-        inner.ud_sessions.flow(dev, qpn, base, w.length, &ov)
+        match inner.ud_sessions.flow(dev, base, w.length, &ov) {
+            Some(f) => f,
+            None => return Ok(Sent::AwaitsGroup),
+        }
     };
     let psn = inner.attrs.sq_psn;
     inner.attrs.sq_psn = Psn::new(psn).next().value();
@@ -200,7 +215,7 @@ fn send_one(
         (_, Some(s)) => Err(s),
         // Lost on the way out (no route, no memory): counted; UD is
         // unreliable, so the send still completes.
-        _ => Ok(()),
+        _ => Ok(Sent::Yes),
     }
 }
 

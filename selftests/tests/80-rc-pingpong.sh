@@ -2,7 +2,8 @@
 # The first end-to-end data path: RC SEND/RECV between two sroce devices,
 # driven by stock rdma-core (ibv_rc_pingpong through the rxe provider):
 # single-packet, page-sized and multi-packet messages (path MTU 1024),
-# payloads validated (-c), packets counted by the port counters.
+# payloads validated (-c), packets counted by the port counters, and the
+# lone packets of a ping-pong handled in the receive softirq.
 # timeout: 240
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -15,6 +16,21 @@ log "RoCE v2 GID index for 10.77.1.1 on sroce1: $g1, for 10.77.1.2 on sroce2: $g
 counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 sent0=$(counter sroce1 sent_pkts)
 rcvd0=$(counter sroce1 rcvd_pkts)
+# Where sroce1's received packets went: "received handled-in-softirq
+# handed-to-worker dropped", read until two reads agree (a late packet may
+# arrive between the files).
+paths() {
+	local a b
+	b=$(paths_once)
+	while a=$b && b=$(paths_once) && [[ $a != "$b" ]]; do sleep 0.1; done
+	echo "$b"
+}
+paths_once() {
+	echo "$(counter sroce1 rcvd_pkts) $(counter sroce1 rcvd_softirq_passes)" \
+		"$(counter sroce1 rcvd_worker_handoffs)" \
+		"$(($(counter sroce1 rcvd_drop_no_qp) + $(counter sroce1 rcvd_drop_qp_full)))"
+}
+read -r r0 soft0 hand0 drop0 < <(paths)
 
 # Server on sroce1 (h1), client on sroce2 (h2).
 for size in 1 4096 100000; do
@@ -32,3 +48,11 @@ log "sroce1 sent_pkts $sent0 -> $sent1, rcvd_pkts $rcvd0 -> $rcvd1"
 # several such messages.
 ((sent1 - sent0 >= 2 * 98)) || fail "sroce1 sent only $((sent1 - sent0)) packets"
 ((rcvd1 - rcvd0 >= 2 * 98)) || fail "sroce1 received only $((rcvd1 - rcvd0)) packets"
+read -r r1 soft1 hand1 drop1 < <(paths)
+rcvd=$((r1 - r0)) soft=$((soft1 - soft0)) hand=$((hand1 - hand0)) drop=$((drop1 - drop0))
+log "sroce1 rcvd_pkts +$rcvd: rcvd_softirq_passes +$soft, rcvd_worker_handoffs +$hand, dropped +$drop"
+# Every received packet went one of these ways.
+((soft + hand + drop == rcvd)) ||
+	fail "softirq passes + worker handoffs + drops ($soft + $hand + $drop) != packets received ($rcvd)"
+# A ping-pong's packets mostly arrive alone, at an idle QP.
+((soft > 0)) || fail "no received packet was handled in the receive softirq"

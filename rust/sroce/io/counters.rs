@@ -36,7 +36,8 @@ pub(crate) enum Counter {
     RcvdDropMalformed,
     /// Packets dropped: no memory to make the headers linear.
     RcvdDropNomem,
-    /// Packets dropped: no queue pair has the BTH's destination QPN.
+    /// Packets dropped: no queue pair has the BTH's destination QPN (or
+    /// it is being destroyed).
     RcvdDropNoQp,
     /// Packets dropped: the queue pair's receive queue was full.
     RcvdDropQpFull,
@@ -73,10 +74,16 @@ pub(crate) enum Counter {
     LocalInv,
     /// Regions invalidated by a received SEND with invalidate.
     RemoteInv,
+    /// Received packets handled in the receive softirq (they found
+    /// nothing queued before them and the QP idle).
+    RcvdSoftirqPasses,
+    /// Received packets left to the QP's work item (queued behind others,
+    /// or the QP was busy).
+    RcvdWorkerHandoffs,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RemoteInv as usize + 1;
+const COUNT: usize = Counter::RcvdWorkerHandoffs as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -109,6 +116,8 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"fast_reg"),
     StatDesc::new(c"local_inv"),
     StatDesc::new(c"remote_inv"),
+    StatDesc::new(c"rcvd_softirq_passes"),
+    StatDesc::new(c"rcvd_worker_handoffs"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

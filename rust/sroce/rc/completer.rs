@@ -188,6 +188,9 @@ pub(crate) fn enter_error(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         .rc
         .as_ref()
         .and_then(|rc| Some((rc.taken.checked_sub(1)?, rc.unposted_error?)));
-    inner.rc = None;
+    // Dropped once the lock is released: its session group holds sockets.
+    if let Some(rc) = inner.rc.take() {
+        inner.retired = Some(rc);
+    }
     crate::sroce::qp::flush_failing(qp, &mut inner.rings, failed);
 }

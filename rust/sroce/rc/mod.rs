@@ -4,10 +4,14 @@
 //! responder engines driven from a work item, packets in through
 //! [`super::recv`] and out through [`super::io::send`].
 //!
-//! Everything runs in the QP's work item (process context) under the QP's
-//! lock; the receive softirq only queues packets ([`QpShared::queue_rx`])
-//! and schedules the work, and the QP's timer ([`super::rc_timers`]) only
-//! schedules it too. Not yet here: SEND with invalidate.
+//! A pass over the QP runs under the QP's lock (a spinlock that disables
+//! bottom halves) in one of three places: the receive softirq, for a
+//! packet that finds the QP idle and nothing queued before it (as rxe
+//! handles a lone packet in its softirq: no hop to a worker); the send
+//! doorbell of the process; and the QP's work item, which takes whatever
+//! the other two could not (the QP was busy, packets queued up, budgets
+//! ran out) and what may sleep. The QP's timer ([`super::rc_timers`]) only
+//! schedules the work item.
 //!
 //! This file holds the QP's state and one pass of its work item (timers,
 //! received packets, new send work, completions); the pass hands each job
@@ -52,6 +56,7 @@ use crate::roce::{
     requester::{RequesterConfig, SendQueue},
     responder::{ReadAtomicResource, ResponderConfig, ResponderWith},
     segment::Mtu,
+    session::GroupConfig,
 };
 use kernel::{
     alloc::KVBox,
@@ -116,7 +121,20 @@ pub(crate) struct QpShared {
     rx: SpinLockIrq<RxQueue>,
 }
 
-/// Packets waiting for the work item.
+/// What became of a received packet offered to a QP.
+pub(crate) enum Queued {
+    /// Queued with nothing before it: the caller handles it
+    /// ([`QpShared::receive_now`]).
+    Lone,
+    /// Queued behind others, for the work item (scheduled).
+    Behind,
+    /// The queue was full: dropped.
+    Dropped,
+    /// The QP is being destroyed: dropped.
+    Closed,
+}
+
+/// Packets waiting for a pass.
 struct RxQueue {
     packets: KVVec<RxPacket>,
     /// An empty vector of the same capacity, swapped with `packets` when
@@ -191,24 +209,51 @@ impl QpShared {
         &self.link
     }
 
-    /// Queues a received packet for the work item and schedules it; false
-    /// if the queue is full (the packet is dropped). Any context.
-    pub(crate) fn queue_rx(self: Arc<Self>, pkt: RxPacket) -> bool {
+    /// Queues a received packet. A lone one (nothing queued before it) is
+    /// left for the caller to handle at once ([`Queued::Lone`]); behind
+    /// others it schedules the work item, which is already due to run.
+    /// Any context.
+    pub(crate) fn queue_rx(self: &Arc<Self>, pkt: RxPacket) -> Queued {
         let mut q = self.rx.lock();
         if q.closed {
             drop(q);
             // The QP is going away: freed (as a drop) outside the lock.
             drop(pkt);
-            return true;
+            return Queued::Closed;
         }
+        let lone = q.packets.is_empty() && q.backlog.is_empty();
         let refused = q.packets.push_within_capacity(pkt).err();
-        // Under the lock, so that `close` cannot miss this queueing.
-        let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
+        if !lone {
+            // Under the lock, so that `close` cannot miss this queueing.
+            let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
+        }
         drop(q);
         // A refused packet is freed outside the IRQ-disabling lock.
-        let queued = refused.is_none();
+        let result = match (&refused, lone) {
+            (Some(_), _) => Queued::Dropped,
+            (None, true) => Queued::Lone,
+            (None, false) => Queued::Behind,
+        };
         drop(refused);
-        queued
+        result
+    }
+
+    /// Handles a lone received packet now, in the receive softirq, if the
+    /// QP is idle; else (another context holds it, it is going away)
+    /// leaves it to the work item. Whether a pass ran here.
+    pub(crate) fn receive_now(self: &Arc<Self>) -> bool {
+        let ran = self.link.with(|qp| {
+            let Some(mut inner) = qp.data().try_lock() else {
+                return (false, false);
+            };
+            run_pass(qp, &mut inner);
+            (true, leaves_work(&inner))
+        });
+        let (ran, left) = ran.unwrap_or((false, false));
+        if !ran || left {
+            self.schedule();
+        }
+        ran
     }
 
     /// Schedules the work item (no-op if it is already queued or the QP is
@@ -398,16 +443,22 @@ impl RcState {
         )
     }
 
-    /// Applies a changed session override now (see
-    /// [`QpSessions::reconfigure`]).
+    /// Applies a changed session override now with the group `fresh`
+    /// built for it (see [`QpSessions::reconfigure`]); returns the group
+    /// to drop unlocked.
     pub(crate) fn reconfigure_sessions(
         &mut self,
-        dev: &Device<SroceDevice>,
-        ov: &SessionOverride,
-    ) -> Result {
-        let cfg = ov.apply(dev.data().sessions.lock().group);
-        let now_us = self.now_us(Instant::<Monotonic>::now());
-        self.sessions.reconfigure(dev, &cfg, now_us)
+        cfg: &GroupConfig,
+        fresh: Option<KVBox<QpSessions<SQ_DEPTH>>>,
+    ) -> Option<KVBox<QpSessions<SQ_DEPTH>>> {
+        self.sessions.reconfigure(cfg, fresh)
+    }
+
+    /// What building a group for a changed override needs: the group's
+    /// origin and size, and the sessions' clock now.
+    pub(crate) fn sessions_origin(&self) -> (Origin, usize, u64) {
+        let (origin, size) = self.sessions.origin_and_size();
+        (origin, size, self.now_us(Instant::<Monotonic>::now()))
     }
 
     /// Microseconds since the connection began, the sessions' clock.
@@ -430,10 +481,33 @@ impl RcState {
     }
 }
 
-/// The work item's body.
+/// Runs a pass now if the QP is idle; false if it was busy or the pass
+/// left something that needs process context, for the work item (the
+/// caller schedules it). Any context where bottom halves can be disabled.
+pub(crate) fn try_pass(qp: &Qp<SroceDevice>) -> bool {
+    let Some(mut inner) = qp.data().try_lock() else {
+        return false;
+    };
+    run_pass(qp, &mut inner);
+    !leaves_work(&inner)
+}
+
+/// Whether a pass outside process context left work that needs it: a
+/// retired connection to drop, a session group to build.
+fn leaves_work(inner: &QpInner) -> bool {
+    inner.retired.is_some() || super::ud_sessions::wanted(inner)
+}
+
+/// The work item's body: first what needs process context (session
+/// groups a UD pass asked for), then a pass, then dropping what the pass
+/// retired.
 fn run(qp: &Qp<SroceDevice>) {
+    super::ud_sessions::build_wanted(qp);
     let mut guard = qp.data().lock();
     run_pass(qp, &mut guard);
+    let retired = guard.take_retired();
+    drop(guard);
+    drop(retired);
 }
 
 /// One pass over the QP, with it locked: due timers, received packets,
