@@ -363,9 +363,11 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 /// process context): the caller's own context runs a pass of the QP, so a
 /// message leaves without waiting for a worker to wake up (rxe 7.3 queues
 /// its requester's work item here; its comment still speaks of process
-/// context). If the QP is busy (its work item or
-/// another doorbell holds it), the work item is scheduled instead: the
-/// holder may have looked at the ring before these WQEs were in it.
+/// context). If the QP is busy (a pass in the work item, the receive
+/// softirq or another doorbell holds it), the holder may have looked at
+/// the ring before these WQEs were in it: it runs one more pass when it
+/// lets go ([`super::rc::answer_doorbell`]), and the work item is
+/// scheduled too, for a holder that is not a pass.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     // The published state: refusing needs no lock.
     let state = qp.data().state();
@@ -374,6 +376,9 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
         return Err(EINVAL);
     }
     let Some(mut inner) = qp.data().inner.try_lock() else {
+        // The holder runs a pass for these WQEs when it lets go, if it is
+        // running one; the work item covers any other holder.
+        qp.data().shared.ring_doorbell();
         qp.data().shared.schedule();
         return Ok(());
     };
@@ -392,6 +397,7 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     let retired = inner.take_retired();
     drop(inner);
     drop(retired);
+    super::rc::answer_doorbell(qp);
     r
 }
 

@@ -58,6 +58,7 @@ use crate::roce::{
     segment::Mtu,
     session::GroupConfig,
 };
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     alloc::KVBox,
     new_spinlock_irq, new_work,
@@ -119,6 +120,9 @@ pub(crate) struct QpShared {
     /// Received packets; `closed` once the QP is being destroyed.
     #[pin]
     rx: SpinLockIrq<RxQueue>,
+    /// A send doorbell found the QP's lock taken: whoever held it runs a
+    /// pass for the new WQEs once it lets go (see [`answer_doorbell`]).
+    doorbell: AtomicBool,
 }
 
 /// What became of a received packet offered to a QP.
@@ -188,6 +192,7 @@ impl QpShared {
         Arc::pin_init(
             try_pin_init!(Self {
                 link <- QpLink::new(),
+                doorbell: AtomicBool::new(false),
                 work <- new_work!("sroce::qp_work"),
                 timer <- HrTimer::new(),
                 rx <- new_spinlock_irq!(
@@ -247,13 +252,22 @@ impl QpShared {
                 return (false, false);
             };
             run_pass(qp, &mut inner);
-            (true, leaves_work(&inner))
+            let left = leaves_work(&inner);
+            drop(inner);
+            answer_doorbell(qp);
+            (true, left)
         });
         let (ran, left) = ran.unwrap_or((false, false));
         if !ran || left {
             self.schedule();
         }
         ran
+    }
+
+    /// Notes a send doorbell that found the QP's lock taken; the caller
+    /// also schedules the work item, in case the holder was not a pass.
+    pub(crate) fn ring_doorbell(&self) {
+        self.doorbell.store(true, Ordering::Release);
     }
 
     /// Schedules the work item (no-op if it is already queued or the QP is
@@ -489,7 +503,30 @@ pub(crate) fn try_pass(qp: &Qp<SroceDevice>) -> bool {
         return false;
     };
     run_pass(qp, &mut inner);
-    !leaves_work(&inner)
+    let left = leaves_work(&inner);
+    drop(inner);
+    answer_doorbell(qp);
+    !left
+}
+
+/// After a pass let go of the QP: if a send doorbell found the lock taken
+/// meanwhile, runs one more pass for its WQEs at once, so they do not wait
+/// for the work item the doorbell also scheduled (which then finds them
+/// gone). A new holder, if there is one, leaves them to that work item.
+pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>) {
+    let shared = qp.data().shared();
+    if !shared.doorbell.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let Some(mut inner) = qp.data().try_lock() else {
+        return;
+    };
+    run_pass(qp, &mut inner);
+    let left = leaves_work(&inner);
+    drop(inner);
+    if left {
+        shared.schedule();
+    }
 }
 
 /// Whether a pass outside process context left work that needs it: a
@@ -508,6 +545,7 @@ fn run(qp: &Qp<SroceDevice>) {
     let retired = guard.take_retired();
     drop(guard);
     drop(retired);
+    answer_doorbell(qp);
 }
 
 /// One pass over the QP, with it locked: due timers, received packets,
