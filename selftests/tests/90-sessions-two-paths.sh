@@ -67,12 +67,23 @@ stream_failed() {
 	done
 	fail "the stream's client exited ($rc) $1"
 }
+# stuck_state: what a stalled stream leaves to look at (logged before a
+# failure): where the client process waits, the sessions, the counters.
+stuck_state() {
+	log "client $CLI: wchan $(cat "/proc/$CLI/wchan" 2>/dev/null), stack:"$'\n'"$(cat "/proc/$CLI/stack" 2>/dev/null)"
+	log "sessions of sroce2:"$'\n'"$(in_h2 "$SROCE" session show sroce2)"
+	local d
+	for d in sroce1 sroce2; do
+		log "$d's counters: $(grep -H . /sys/class/infiniband/$d/ports/1/hw_counters/* 2>/dev/null |
+			sed 's|.*/||' | grep -v ':0$' | tr '\n' ' ')"
+	done
+}
 # wait_report N WHAT: until the client printed N interval reports.
 wait_report() {
 	local deadline=$((SECONDS + 60))
 	while (($(reports) < $1)); do
 		kill -0 "$CLI" 2>/dev/null || stream_failed "before its report $1 ($2)"
-		((SECONDS < deadline)) || fail "no report $1 from the stream's client in 60 s ($2)"
+		((SECONDS < deadline)) || { stuck_state; fail "no report $1 from the stream's client in 60 s ($2)"; }
 		sleep 0.1
 	done
 }
@@ -281,7 +292,7 @@ while res=$(rdma -dd resource show qp link sroce2/1 2>&1 || true)
 	kill -0 "$CLI" 2>/dev/null || stream_failed "with w2 down"
 	sleep 0.2
 done
-[[ -n $fo ]] || fail "no failover time reported in rdma -dd resource show qp: $res"
+[[ -n $fo ]] || { stuck_state; fail "no failover time reported in rdma -dd resource show qp: $res"; }
 log "failover after the link went down took $((fo / 1000)) ms (3 x RTO = $((3 * RTO_MS)) ms)"
 in_ns h2 ip link set w2 up
 log "w2 up"
