@@ -21,6 +21,7 @@ use super::{
 use crate::net::addr::IpAddr;
 use crate::net::genl::{AttrPolicy, Dump, Family, Message, Op, Request};
 use crate::rdma::device::{Device, PORT};
+use crate::rdma::qp::QpType;
 use crate::roce::session::{ctl as abi, GroupConfig, Policy, PortRange, Session};
 use core::cell::Cell;
 use kernel::{prelude::*, str::CStr};
@@ -292,6 +293,12 @@ fn set_qp(d: &Device<SroceDevice>, qpn: u32, ov: &SessionOverride) -> Result {
     shared
         .link()
         .with(|qp| -> Result {
+            // A UC connection has no acknowledgements to judge its
+            // sessions by: it keeps one (whatever the device's default).
+            let unacknowledged = qp.data().qp_type() == QpType::Uc;
+            if unacknowledged && ov.size.is_some_and(|s| s > 1) {
+                return Err(EOPNOTSUPP);
+            }
             // Serialised with modify: the connection read here stays.
             let _control = qp.data().control();
             let (merged, connected) = {
@@ -299,7 +306,10 @@ fn set_qp(d: &Device<SroceDevice>, qpn: u32, ov: &SessionOverride) -> Result {
                 let merged = inner.sessions_override.merge(*ov);
                 (merged, inner.rc.as_ref().map(|rc| rc.sessions_origin()))
             };
-            let cfg = merged.apply(d.data().sessions.lock().group);
+            let mut cfg = merged.apply(d.data().sessions.lock().group);
+            if unacknowledged {
+                cfg.size = 1;
+            }
             // New ports are sockets: made unlocked.
             let fresh = match connected {
                 Some((origin, size, now_us)) => {

@@ -118,6 +118,11 @@ impl SroceQp {
         self.qpn
     }
 
+    /// The QP's service type.
+    pub(crate) fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
     /// The shared state.
     pub(crate) fn shared(&self) -> &Arc<QpShared> {
         &self.shared
@@ -187,10 +192,9 @@ pub(crate) fn create(
     req: QpRequest<'_, SroceDevice>,
 ) -> Result<(impl PinInit<SroceQp, Error>, QpCreated)> {
     match req.qp_type {
-        QpType::Rc | QpType::Ud => {}
+        QpType::Rc | QpType::Uc | QpType::Ud => {}
         // QP1 belongs to the kernel's MAD layer.
         QpType::Gsi if req.user.is_none() => {}
-        // Unreliable connected service arrives with the data path's UC mode.
         _ => return Err(EOPNOTSUPP),
     }
     check_caps(&req)?;
@@ -486,7 +490,8 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
         let mut a = inner.attrs;
         let entering_rtr = c.state == Some(QpState::Rtr) && a.state != QpState::Rtr;
         apply_change(&mut a, c);
-        (entering_rtr && a.qp_type == Some(QpType::Rc)).then_some((a, inner.sessions_override))
+        let connected = matches!(a.qp_type, Some(QpType::Rc | QpType::Uc));
+        (entering_rtr && connected).then_some((a, inner.sessions_override))
     };
     // A connection's memory and session sockets are allocated sleeping,
     // before the data path's lock is taken.

@@ -198,7 +198,7 @@ proptest! {
         first in prop_oneof![any::<u32>().prop_map(Psn::new), Just(Psn::MAX)],
         max_dest in 0u8..6,
     ) {
-        let cfg = ResponderConfig { mtu, max_dest_rd_atomic: max_dest, min_rnr_timer: 40 };
+        let cfg = ResponderConfig { mtu, max_dest_rd_atomic: max_dest, min_rnr_timer: 40, acknowledged: true };
         let mut r = Responder::<4>::new(cfg, first);
         for q in reqs {
             let before = r.epsn();

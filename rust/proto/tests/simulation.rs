@@ -396,6 +396,7 @@ impl ResponderNode {
             )),
             // Sent by the pass, within its budget.
             Reply::Read => {}
+            Reply::Dropped | Reply::Fatal => panic!("an RC responder answered {reply:?}"),
         }
     }
 }
@@ -439,6 +440,7 @@ fn run(s: &Scenario) -> Outcome2 {
                 mtu: s.mtu,
                 max_dest_rd_atomic: s.max_dest_rd_atomic,
                 min_rnr_timer: s.min_rnr_timer,
+                acknowledged: true,
             },
             s.initial_psn,
         ),

@@ -80,10 +80,13 @@ pub(crate) enum Counter {
     /// Received packets left to the QP's work item (queued behind others,
     /// or the QP was busy).
     RcvdWorkerHandoffs,
+    /// UC packets dropped with the message they belong to (packets before
+    /// them lost, no receive WQE, an access error, a duplicate).
+    RcvdDropUc,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdWorkerHandoffs as usize + 1;
+const COUNT: usize = Counter::RcvdDropUc as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -118,6 +121,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"remote_inv"),
     StatDesc::new(c"rcvd_softirq_passes"),
     StatDesc::new(c"rcvd_worker_handoffs"),
+    StatDesc::new(c"rcvd_drop_uc"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

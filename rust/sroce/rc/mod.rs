@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The RC data path of one queue pair: the protocol core's requester and
+//! The RC (and UC) data path of one queue pair: the protocol core's requester and
 //! responder engines driven from a work item, packets in through
 //! [`super::recv`] and out through [`super::io::send`].
 //!
@@ -343,8 +343,11 @@ pub(crate) fn gid_ip(gid: &[u8; 16]) -> IpAddr {
     }
 }
 
-/// The connection and engines of an RC QP from RTR on.
+/// The connection and engines of an RC or UC QP from RTR on.
 pub(crate) struct RcState {
+    /// RC, or UC: the same engines without acknowledgements (see
+    /// `roce::responder` and `roce::requester`), on one session.
+    transport: Transport,
     sq: SendQueue<SQ_DEPTH>,
     resp: ResponderWith<ResourceSlots>,
     flow: io::Flow,
@@ -386,6 +389,11 @@ impl RcState {
     ) -> Result<KBox<Self>> {
         let av: AddressVector = a.av.ok_or(EINVAL)?;
         let mtu = Mtu::from_ib(a.path_mtu as u8).ok_or(EINVAL)?;
+        let transport = match a.qp_type {
+            Some(QpType::Uc) => Transport::Uc,
+            _ => Transport::Rc,
+        };
+        let acknowledged = transport == Transport::Rc;
         let flow = io::Flow {
             src: gid_ip(&av.sgid),
             dst: gid_ip(&av.dgid),
@@ -410,8 +418,14 @@ impl RcState {
             retry_cnt: a.retry_cnt,
             rto_us,
         };
-        let sessions = QpSessions::new(dev, origin, &ov.apply(defaults.group), 0)?;
+        let mut group = ov.apply(defaults.group);
+        if !acknowledged {
+            // Session health is judged from acknowledgements: UC has none.
+            group.size = 1;
+        }
+        let sessions = QpSessions::new(dev, origin, &group, 0)?;
         let mut rcfg = ResponderConfig::new(mtu);
+        rcfg.acknowledged = acknowledged;
         rcfg.max_dest_rd_atomic = a.max_dest_rd_atomic.min(RD_ATOM as u8);
         rcfg.min_rnr_timer = a.min_rnr_timer;
         let slots = ResourceSlots(KVVec::from_elem(None, RD_ATOM, GFP_KERNEL)?);
@@ -419,7 +433,11 @@ impl RcState {
         scratch.resize(MAX_PAYLOAD, 0, GFP_KERNEL)?;
         Ok(KBox::new(
             Self {
-                sq: SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn)),
+                transport,
+                sq: SendQueue::new(
+                    Self::requester_config(a, mtu, transport),
+                    Psn::new(a.sq_psn),
+                ),
                 resp: ResponderWith::with_storage(slots, rcfg, Psn::new(a.rq_psn)),
                 flow,
                 dest_qpn: a.dest_qpn,
@@ -439,12 +457,22 @@ impl RcState {
         )?)
     }
 
-    fn requester_config(a: &crate::rdma::qp::QpAttrs, mtu: Mtu) -> RequesterConfig {
+    fn requester_config(
+        a: &crate::rdma::qp::QpAttrs,
+        mtu: Mtu,
+        transport: Transport,
+    ) -> RequesterConfig {
         let mut cfg = RequesterConfig::new(mtu);
         cfg.max_rd_atomic = a.max_rd_atomic;
         cfg.retry_cnt = a.retry_cnt;
         cfg.rnr_retry = a.rnr_retry;
+        cfg.acknowledged = transport == Transport::Rc;
         cfg
+    }
+
+    /// Whether the peer acknowledges (RC, not UC).
+    pub(crate) fn is_acknowledged(&self) -> bool {
+        self.transport == Transport::Rc
     }
 
     /// The requester's next PSN, its oldest unacknowledged PSN and the
@@ -488,7 +516,10 @@ impl RcState {
     /// The QP enters RTS: the requester starts at `sq_psn`.
     pub(crate) fn ready_to_send(&mut self, a: &crate::rdma::qp::QpAttrs) {
         let mtu = self.sq.config().mtu;
-        self.sq = SendQueue::new(Self::requester_config(a, mtu), Psn::new(a.sq_psn));
+        self.sq = SendQueue::new(
+            Self::requester_config(a, mtu, self.transport),
+            Psn::new(a.sq_psn),
+        );
         self.timers.set_timeout(a.timeout);
         let rto_us = crate::roce::timer::transport_timeout_ns(a.timeout).map(|ns| ns / 1000);
         self.sessions.set_transport(a.retry_cnt, rto_us);
@@ -615,7 +646,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
             more = true;
         }
         if let Some(s) = polled.probe {
-            if rc.sq.is_empty() {
+            if rc.sq.is_empty() && rc.is_acknowledged() {
                 send_duplicate_probe(qp.device(), &mut inner.routes, rc, s);
             }
         }
@@ -697,14 +728,12 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
         return true;
     };
     let op = h.bth.opcode.operation();
-    if h.bth.opcode.transport() != Transport::Rc {
-        return true;
-    }
-    // A connected QP only hears from its peer.
-    let from_peer = inner
-        .rc
-        .as_ref()
-        .is_some_and(|rc| pkt.src() == rc.flow.dst && pkt.dst() == rc.flow.src);
+    // A connected QP only hears from its peer, over its own service.
+    let from_peer = inner.rc.as_ref().is_some_and(|rc| {
+        h.bth.opcode.transport() == rc.transport
+            && pkt.src() == rc.flow.dst
+            && pkt.dst() == rc.flow.src
+    });
     if !from_peer {
         return true;
     }

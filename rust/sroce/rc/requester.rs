@@ -211,9 +211,16 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                 len,
                 fence: wqe.flags.fence,
             });
-            if posted.is_err() {
+            if let Err(e) = posted {
                 post_taken(rc, tag, Some(wqe));
-                fail_unposted(rc, WcStatus::LocLenErr);
+                // An operation the service does not carry (READ or an
+                // atomic on UC) is an operation error, as in rxe; the
+                // other refusal is a message too long.
+                let status = match e {
+                    crate::roce::Error::InvalidForTransport => WcStatus::LocQpOpErr,
+                    _ => WcStatus::LocLenErr,
+                };
+                fail_unposted(rc, status);
                 break;
             }
             post_taken(rc, tag, Some(wqe));
@@ -270,7 +277,7 @@ pub(super) fn send_request(
     let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH) else {
         return Err(WcStatus::LocQpOpErr);
     };
-    let opcode = Opcode::new(Transport::Rc, p.operation);
+    let opcode = Opcode::new(rc.transport, p.operation);
     let mut bth = Bth::new(opcode, rc.dest_qpn, p.psn);
     bth.ack_req = p.ack_req;
     bth.solicited = w.flags.solicited && p.operation.position().ends_message();

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The responder side of an RC QP: requests in (through the protocol
-//! core's responder engine), their effects on local memory and receive
-//! WQEs, and the replies out (ACKs, NAKs, atomic ACKs, queued READ
-//! responses).
+//! The responder side of an RC or UC QP: requests in (through the
+//! protocol core's responder engine), their effects on local memory and
+//! receive WQEs, and the replies out (ACKs, NAKs, atomic ACKs, queued READ
+//! responses; none for UC).
 
 use super::{
     payload::{scatter, send_packet},
@@ -76,11 +76,17 @@ pub(super) fn on_request(
                 return true;
             };
             let reply = rc.resp.commit(&work, outcome);
-            finish_recv(qp, inner, &work, h, outcome);
+            // A dropped UC message leaves its receive WQE for the next.
+            if reply != Reply::Dropped {
+                finish_recv(qp, inner, &work, h, outcome);
+            }
             reply
         }
         Decision::Defer => return false,
     };
+    if reply == Reply::Dropped {
+        qp.device().data().io.counters.inc(Counter::RcvdDropUc);
+    }
     send_reply(qp, inner, reply, pkt.ingress());
     true
 }
@@ -259,12 +265,16 @@ pub(super) fn load_recv(rq: Option<&UserProducerQueue>, rc: &mut RcState) -> boo
     rc.recv.is_some()
 }
 
-/// Whether `req` is the next request and starts a message that consumes a
-/// receive WQE (SEND First/Only, WRITE with immediate).
+/// Whether `req` is the next request (for UC: at or after the expected
+/// PSN, where the responder resynchronises after a loss) and starts a
+/// message that consumes a receive WQE (SEND First/Only, WRITE with
+/// immediate).
 pub(super) fn needs_recv(rc: &RcState, req: &Request) -> bool {
     use Operation as O;
+    let d = req.psn.diff(rc.resp.epsn());
+    let next = d == 0 || (d > 0 && !rc.is_acknowledged());
     !rc.resp.is_error()
-        && req.psn == rc.resp.epsn()
+        && next
         && matches!(
             req.operation,
             O::SendFirst
@@ -357,7 +367,7 @@ pub(super) fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply
     };
     let counters = &dev.data().io.counters;
     match reply {
-        Reply::None => {}
+        Reply::None | Reply::Dropped | Reply::Fatal => {}
         Reply::Ack { psn, aeth } | Reply::FatalNak { psn, aeth } => {
             match aeth.syndrome {
                 Syndrome::RnrNak { .. } => counters.inc(Counter::SentRnrNak),

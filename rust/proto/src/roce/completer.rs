@@ -147,7 +147,7 @@ pub enum Action {
 }
 
 /// Result of acknowledging PSNs before some point.
-enum Acked {
+pub(super) enum Acked {
     /// Done; whether `una` moved.
     Done(bool),
     /// A READ or atomic response is missing before that point.
@@ -399,7 +399,7 @@ impl<const N: usize> SendQueue<N> {
     /// Acknowledges every PSN before `p`, completing SEND and WRITE
     /// requests that end before it. Stops with an implicit NAK at a READ
     /// or atomic whose response is missing.
-    fn ack_before(&mut self, p: Psn) -> Acked {
+    pub(super) fn ack_before(&mut self, p: Psn) -> Acked {
         let mut moved = false;
         while self.una.is_before(p) {
             let Some(slot) = self.slot(self.done) else {

@@ -44,6 +44,11 @@ pub struct RequesterConfig {
     /// Set AckReq on every `ack_interval`-th packet of a long message, in
     /// addition to its last packet (0: only the last).
     pub ack_interval: u32,
+    /// Whether the peer acknowledges packets (RC). Without (UC) a request
+    /// completes once its last packet is handed out, nothing is ever
+    /// unacknowledged or resent, and only SEND and RDMA WRITE (with or
+    /// without immediate) and local operations are accepted.
+    pub acknowledged: bool,
 }
 
 impl RequesterConfig {
@@ -57,6 +62,7 @@ impl RequesterConfig {
             rnr_retry: 7,
             max_unacked_psns: 128,
             ack_interval: 64,
+            acknowledged: true,
         }
     }
 }
@@ -215,12 +221,17 @@ impl<const N: usize> SendQueue<N> {
     }
 
     /// Posts a work request. Fails with [`Error::QueueFull`] when `N`
-    /// requests are already held, or [`Error::BadMessageLength`] (see
-    /// [`MessagePlan::new`]). A request posted in the error state is
-    /// accepted and completes with [`WcStatus::WrFlushErr`].
+    /// requests are already held, [`Error::BadMessageLength`] (see
+    /// [`MessagePlan::new`]), or [`Error::InvalidForTransport`] for an
+    /// operation an unacknowledged (UC) queue does not carry. A request
+    /// posted in the error state is accepted and completes with
+    /// [`WcStatus::WrFlushErr`].
     pub fn post(&mut self, wqe: SendWqe) -> Result<(), Error> {
         if self.len >= N {
             return Err(Error::QueueFull);
+        }
+        if !self.cfg.acknowledged && !wqe.op.is_unacknowledged_ok() {
+            return Err(Error::InvalidForTransport);
         }
         let plan = MessagePlan::new(wqe.op, wqe.len, self.cfg.mtu)?;
         let i = self.ring(self.len);
@@ -329,6 +340,11 @@ impl<const N: usize> SendQueue<N> {
             }
             if self.sent_end.is_before(end) {
                 self.sent_end = end;
+            }
+            if !self.cfg.acknowledged {
+                // Nobody will acknowledge it: it is done once handed out
+                // (the last packet completes the request).
+                let _ = self.ack_before(end);
             }
             return Some(RequestPacket {
                 tag: slot.wqe.tag,

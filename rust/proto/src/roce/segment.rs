@@ -176,6 +176,15 @@ impl WqeOp {
         matches!(self, WqeOp::Read | WqeOp::CompareSwap | WqeOp::FetchAdd)
     }
 
+    /// Whether an unacknowledged (UC) connection carries it: SEND and RDMA
+    /// WRITE with or without immediate, and local operations.
+    pub const fn is_unacknowledged_ok(self) -> bool {
+        matches!(
+            self,
+            WqeOp::Send | WqeOp::SendWithImm | WqeOp::Write | WqeOp::WriteWithImm | WqeOp::Local
+        )
+    }
+
     /// Whether this is a SEND (consumes a receive WQE at the responder).
     pub const fn is_send(self) -> bool {
         matches!(self, WqeOp::Send | WqeOp::SendWithImm | WqeOp::SendWithInv)

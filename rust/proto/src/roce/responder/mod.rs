@@ -18,7 +18,8 @@
 //! READ responses, new or replayed, are queued in the resources and taken
 //! one packet at a time ([`ResponderWith::next_read_response`], in
 //! `read_response.rs`); duplicates are handled in `duplicate.rs`, the
-//! validation of a request at the expected PSN in `check.rs`.
+//! validation of a request at the expected PSN in `check.rs`, the
+//! unacknowledged (UC) service in `unacknowledged.rs`.
 
 use super::aeth::{Aeth, NakCode, Syndrome, CREDITS_INVALID, MSN_MAX};
 use super::atomic_eth::AtomicEth;
@@ -32,6 +33,7 @@ use super::segment::{MessagePlan, Mtu, WqeOp};
 mod check;
 mod duplicate;
 mod read_response;
+mod unacknowledged;
 
 pub use read_response::{ReadReply, ReadResponsePacket};
 
@@ -47,6 +49,10 @@ pub struct ResponderConfig {
     /// RNR NAK timer code sent when no receive WQE is available
     /// (`min_rnr_timer`, 0..=31).
     pub min_rnr_timer: u8,
+    /// Whether the service acknowledges (RC). Without (UC) nothing is ever
+    /// sent back: a lost packet, a request that cannot be carried out or
+    /// one finding no receive WQE drops its message ([`Reply::Dropped`]).
+    pub acknowledged: bool,
 }
 
 impl ResponderConfig {
@@ -56,6 +62,7 @@ impl ResponderConfig {
             mtu,
             max_dest_rd_atomic: 1,
             min_rnr_timer: 12,
+            acknowledged: true,
         }
     }
 }
@@ -79,11 +86,16 @@ pub struct Request {
 
 impl Request {
     /// Extracts the request from parsed headers and the payload length.
-    /// Fails with [`Error::UnexpectedOpcode`] for anything but an RC
-    /// request, [`Error::ValueOutOfRange`] for a payload above 4 GiB.
+    /// Fails with [`Error::UnexpectedOpcode`] for anything but an RC or UC
+    /// request (the caller checks that the transport is the QP's),
+    /// [`Error::ValueOutOfRange`] for a payload above 4 GiB.
     pub fn from_headers(h: &Headers, payload_len: usize) -> Result<Self, Error> {
         let operation = h.bth.opcode.operation();
-        if h.bth.opcode.transport() != Transport::Rc || !operation.is_request() {
+        let transport = h.bth.opcode.transport();
+        if !matches!(transport, Transport::Rc | Transport::Uc)
+            || !operation.is_request()
+            || !operation.valid_for(transport)
+        {
             return Err(Error::UnexpectedOpcode);
         }
         Ok(Request {
@@ -205,6 +217,18 @@ pub enum WorkKind {
     },
 }
 
+impl WorkKind {
+    /// Whether the work takes a receive WQE: SEND First/Only, WRITE with
+    /// immediate.
+    pub const fn needs_recv(&self) -> bool {
+        match *self {
+            WorkKind::Send { first, .. } => first,
+            WorkKind::Write { imm, .. } => imm,
+            _ => false,
+        }
+    }
+}
+
 /// How the driver's work went, for [`Responder::commit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -248,6 +272,14 @@ pub enum Reply {
         /// AETH.
         aeth: Aeth,
     },
+    /// Unacknowledged service: the packet and the message it belongs to
+    /// are dropped, silently; a receive WQE the message was using stays
+    /// for the next message.
+    Dropped,
+    /// Unacknowledged service: a local error (a receive WQE too small, a
+    /// local failure): complete the receive WQE in use in error and move
+    /// the QP to error; nothing is sent.
+    Fatal,
 }
 
 /// Result of [`Responder::receive`].
@@ -385,6 +417,9 @@ impl<S: ResourceStore> ResponderWith<S> {
         if self.error {
             return Decision::Reply(Reply::None);
         }
+        if !self.cfg.acknowledged {
+            return self.receive_unacknowledged(req, recv_ready);
+        }
         let d = req.psn.diff(self.epsn);
         if self.reads_queued > 0 && (d >= 0 || req.operation != Operation::RdmaReadRequest) {
             return Decision::Defer;
@@ -410,12 +445,7 @@ impl<S: ResourceStore> ResponderWith<S> {
                 });
             }
         };
-        let needs_recv = match kind {
-            WorkKind::Send { first, .. } => first,
-            WorkKind::Write { imm, .. } => imm,
-            _ => false,
-        };
-        if needs_recv && !recv_ready {
+        if kind.needs_recv() && !recv_ready {
             self.nak_latched = true;
             return Decision::Reply(Reply::Ack {
                 psn: self.epsn,
@@ -439,6 +469,9 @@ impl<S: ResourceStore> ResponderWith<S> {
             return Reply::None;
         }
         if let Outcome::Failed(code) = outcome {
+            if !self.cfg.acknowledged {
+                return self.unacknowledged_failure(code);
+            }
             return self.fail(code);
         }
         match work.kind {

@@ -13,6 +13,7 @@ fn resp() -> Responder<4> {
             mtu: MTU,
             max_dest_rd_atomic: 2,
             min_rnr_timer: 12,
+            acknowledged: true,
         },
         Psn::new(100),
     )
