@@ -7,8 +7,9 @@
  * scattered), SEND with immediate, RDMA WRITE (placed at B without a
  * completion there) and WRITE with immediate, each byte for byte; that a
  * message finding no receive WQE, or a WRITE with a bad rkey, is dropped
- * silently at B (the requester completes successfully, B's QP stays in
- * RTS and its receive WQE serves the next message); that READ, atomics
+ * silently at B (the requester completes successfully, B counts the
+ * packets in rcvd_drop_uc, B's QP stays in RTS and its receive WQE serves
+ * the next message); that READ, atomics
  * and SEND with invalidate, which UC does not carry, complete with
  * LOC_QP_OP_ERR; that a SEND larger than its receive WQE completes it with
  * LOC_LEN_ERR and moves B's QP to ERR.
@@ -44,6 +45,7 @@ struct side {
 };
 
 static struct side A, B;
+static const char *dev_b;
 static uint32_t psn_base = 0x2000;
 
 static long now_ms(void)
@@ -310,7 +312,37 @@ static void test_data(void)
 	      "both QPs still in RTS");
 }
 
-/* A message B cannot take is dropped there; A never knows. */
+/* B's port counter `name`, or -1. */
+static long counter(const char *name)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev_b,
+		 name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Waits until B's counter `name` reaches at least `target`: B has handled
+ * the packets that A's completions (at send) say nothing about. */
+static int wait_counter(const char *name, long target)
+{
+	long end = now_ms() + scaled_ms(TIMEOUT_MS);
+
+	while (counter(name) < target && now_ms() < end)
+		usleep(1000);
+	return counter(name) >= target;
+}
+
+/* A message B cannot take is dropped there; A never knows. Each is 3
+ * packets, all dropped (rcvd_drop_uc). */
 static void test_drops(void)
 {
 	struct ibv_sge s = sge(&A, 0, 3000), r = sge(&B, 65536, 4096);
@@ -319,11 +351,16 @@ static void test_drops(void)
 	struct ibv_wc wc;
 	int ok;
 
+	long drops;
+
 	CHECK(connect_pair() == 0, "fresh UC QPs");
+	drops = counter("rcvd_drop_uc");
 	/* No receive WQE at B. */
 	wr.imm_data = htonl(1);
 	CHECK(post_send(&A, &wr) == 0 && expect_wc(A.scq, 40, IBV_WC_SUCCESS, IBV_WC_SEND, NULL),
 	      "SEND to a QP with no receive posted: requester completes successfully");
+	CHECK(wait_counter("rcvd_drop_uc", drops + 3), "B dropped its 3 packets (rcvd_drop_uc %ld -> %ld)",
+	      drops, counter("rcvd_drop_uc"));
 	/* A WRITE with immediate under a bad rkey. */
 	wr.wr_id = 41;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -333,7 +370,8 @@ static void test_drops(void)
 	CHECK(post_recv(&B, 1041, &r, 1) == 0, "post one receive at B");
 	CHECK(post_send(&A, &wr) == 0 && expect_wc(A.scq, 41, IBV_WC_SUCCESS, -1, NULL),
 	      "WRITE_WITH_IMM under a bad rkey: requester completes successfully");
-	usleep(scaled_ms(100) * 1000);
+	CHECK(wait_counter("rcvd_drop_uc", drops + 6), "B dropped its 3 packets too (%ld -> %ld)",
+	      drops, counter("rcvd_drop_uc"));
 	CHECK(ibv_poll_cq(B.rcq, 1, &wc) == 0, "neither message completed anything at B");
 	/* The receive WQE is still there for the next message. */
 	wr.wr_id = 42;
@@ -466,6 +504,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	dev_b = argv[3];
 	if (open_side(&A, argv[1], atoi(argv[2])) || open_side(&B, argv[3], atoi(argv[4]))) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		return 1;
