@@ -5,9 +5,12 @@
 
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -72,6 +75,47 @@ static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_
 	a.max_rd_atomic = rd_atomic;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* A monotonic clock in milliseconds. */
+static inline long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The QP's state, or -1 if it cannot be queried. */
+static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+/* Takes whatever reaches cq within a moment and forgets it. */
+static inline void drain(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+
+	usleep(20 * 1000);
+	while (ibv_poll_cq(cq, 16, wc) > 0)
+		;
+}
+
+/* n bytes of a sequence determined by seed. */
+static inline void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245 + 12345;
+		p[i] = seed >> 16;
+	}
 }
 
 /* ms scaled for slow kernels: the suite's SROCE_TIMEOUT_SCALE, which also

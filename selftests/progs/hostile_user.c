@@ -42,14 +42,6 @@ static struct ibv_ah *ah;
 static int gid_index;
 static union ibv_gid gid;
 
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static struct ibv_qp *ud_qp(struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
 			    uint32_t depth)
 {
@@ -110,16 +102,6 @@ static void count_events(int ms, int *cq_err, int *qp_fatal, int *other)
 			ibv_ack_async_event(&ev);
 		}
 	}
-}
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
 }
 
 static void cq_overrun(int seconds)

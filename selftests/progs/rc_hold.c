@@ -29,14 +29,6 @@ struct side {
 	struct ibv_mr *mr;
 };
 
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static int open_side(struct side *s, const char *dev, int gid_index, size_t len)
 {
 	struct ibv_qp_init_attr init = {

@@ -56,14 +56,6 @@ static struct side A = { .name = "A" }, B = { .name = "B" };
 static uint32_t psn_base = 0x1000;
 static uint32_t qp_depth = 32; /* max_send_wr and max_recv_wr of new QPs */
 
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* One completion from cq within the timeout: 1, or 0 on timeout. */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
@@ -91,25 +83,6 @@ static int quiet(struct ibv_cq *cq)
 
 	usleep(50 * 1000);
 	return ibv_poll_cq(cq, 1, &wc) == 0;
-}
-
-static void drain(struct ibv_cq *cq)
-{
-	struct ibv_wc wc[16];
-
-	usleep(20 * 1000);
-	while (ibv_poll_cq(cq, 16, wc) > 0)
-		;
-}
-
-static void fill(uint8_t *p, size_t n, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		seed = seed * 1103515245 + 12345;
-		p[i] = seed >> 16;
-	}
 }
 
 static struct ibv_mr *reg(struct side *s, uint8_t **buf, int access)
@@ -188,16 +161,6 @@ static int connect_pair(void)
 	if (make_qp(&A) || make_qp(&B))
 		return -1;
 	return to_rts(&A, &B, pa, pb) || to_rts(&B, &A, pb, pa) ? -1 : 0;
-}
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
 }
 
 static int post_recv(struct side *s, uint64_t wr_id, struct ibv_sge *sg, int n)

@@ -48,14 +48,6 @@ static struct side A, B;
 static const char *dev_b;
 static uint32_t psn_base = 0x2000;
 
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* One completion from cq within wait_ms: 1, or 0 if none came. */
 static int poll_within(struct ibv_cq *cq, struct ibv_wc *wc, long wait_ms)
 {
@@ -74,16 +66,6 @@ static int poll_within(struct ibv_cq *cq, struct ibv_wc *wc, long wait_ms)
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	return poll_within(cq, wc, scaled_ms(TIMEOUT_MS));
-}
-
-static void fill(uint8_t *p, size_t n, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		seed = seed * 1103515245 + 12345;
-		p[i] = seed >> 16;
-	}
 }
 
 static int open_side(struct side *s, const char *dev, int gid_index)
@@ -148,15 +130,6 @@ static int uc_connect(struct side *s, struct side *peer, uint32_t sq_psn, uint32
 	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-static void drain(struct ibv_cq *cq)
-{
-	struct ibv_wc wc[16];
-
-	usleep(20 * 1000);
-	while (ibv_poll_cq(cq, 16, wc) > 0)
-		;
-}
-
 /* Fresh, connected UC QPs on both sides. */
 static int connect_pair(void)
 {
@@ -175,16 +148,6 @@ static int connect_pair(void)
 	if (make_qp(&A) || make_qp(&B))
 		return -1;
 	return uc_connect(&A, &B, pa, pb) || uc_connect(&B, &A, pb, pa) ? -1 : 0;
-}
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
 }
 
 static struct ibv_sge sge(struct side *s, size_t off, uint32_t len)

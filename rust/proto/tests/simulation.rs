@@ -13,6 +13,9 @@
 
 use std::collections::HashMap;
 
+mod common;
+use common::Rng;
+
 use sroce_proto::aeth::{NakCode, Syndrome};
 use sroce_proto::packet::{build, packet_len};
 use sroce_proto::{
@@ -27,25 +30,6 @@ const RKEY: u32 = 0xABCD;
 const BASE: u64 = 0x7000_0000;
 const MEM: usize = 64 * 1024;
 const COUNTERS: u64 = (MEM - 64) as u64; // 8 atomic counters at the end
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, per_mille: u32) -> bool {
-        self.below(1000) < u64::from(per_mille)
-    }
-}
 
 #[derive(Clone, Copy)]
 struct ChannelCfg {

@@ -19,24 +19,8 @@ use sroce_proto::{
     WcStatus, WorkKind, WqeOp,
 };
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, per_mille: u64) -> bool {
-        self.below(1000) < per_mille
-    }
-}
+mod common;
+use common::Rng;
 
 const MTU: Mtu = Mtu::Mtu256;
 
@@ -136,7 +120,7 @@ impl Receiver {
 
 /// Sends `n` messages over a channel losing, duplicating and reordering
 /// packets (per mille); returns the messages and what was delivered.
-fn run(seed: u64, n: u32, loss: u64, dup: u64, reorder: u64) -> (Vec<Message>, Receiver) {
+fn run(seed: u64, n: u32, loss: u32, dup: u32, reorder: u32) -> (Vec<Message>, Receiver) {
     let mut rng = Rng(seed);
     let mut cfg = RequesterConfig::new(MTU);
     cfg.acknowledged = false;

@@ -1,4 +1,5 @@
-//! Shared proptest strategies (included with `mod common;`).
+//! Shared proptest strategies and a seeded generator (included with
+//! `mod common;`).
 #![allow(dead_code)]
 
 use proptest::prelude::*;
@@ -145,4 +146,25 @@ pub fn reference_icrc(ip: &[u8], udp: &[u8], transport: &[u8]) -> u32 {
     t[4] = 0xFF; // BTH resv8a (FECN/BECN)
     pseudo.extend_from_slice(&t);
     crc32fast::hash(&pseudo)
+}
+
+/// SplitMix64: a small seeded generator for reproducible simulations.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// True `per_mille` times in 1000.
+    pub fn chance(&mut self, per_mille: u32) -> bool {
+        self.below(1000) < u64::from(per_mille)
+    }
 }
