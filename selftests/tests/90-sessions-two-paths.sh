@@ -277,9 +277,16 @@ end_stream "ib_write_bw across a cut of both links for $t transport timeouts"
 # end loses carrier) mid-transfer: the link event marks the sessions on it
 # down at once and the unacknowledged requests are resent on the other
 # link without waiting for a timeout; traffic returns when it is back up.
+# There is a failover to time only if the session on w holds
+# unacknowledged requests when the event is seen: a request whose packets
+# and ACK crossed before the cut leaves it with none, and traffic simply
+# goes on over v. So w drops the client's packets first (its requests stay
+# unacknowledged), then goes down.
 start_write_bw
 sleep 1
+in_ns h2 tc qdisc add dev w2 root netem loss 100%
 in_ns h2 ip link set w2 down
+in_ns h2 tc qdisc del dev w2 root
 log "w2 down"
 sessions_until " (down|probing) policy" "with w2 down"
 log "sessions of sroce2 with w2 down:"$'\n'"$LIST"
