@@ -717,6 +717,19 @@ link_devices() {
 	G2=$(gid_index "$DEV2" "${2:-10.77.1.2}")
 }
 
+# checks_pass PROG ARGS...: runs selftests/progs/PROG (in the initial
+# namespace, which sees every device and its counters), prints its lines
+# but the passing checks, and requires its "all checks passed".
+checks_pass() {
+	local prog=$1 out rc=0
+	shift
+	out=$(timeout $((200 * SCALE)) "$SROCE_BIN/$prog" "$@" 2>&1) || rc=$?
+	printf '%s\n' "$out" | grep -v '^ok' || true
+	((rc == 0)) || fail "$prog $* exited $rc: $(grep -c '^FAIL' <<<"$out") checks failed"
+	assert_contains "$out" "all checks passed" "$prog $*"
+	log "$prog $*: $(grep -c '^ok' <<<"$out") checks passed"
+}
+
 # check_verbs_program PROG ARGS...: runs selftests/progs/PROG in h1 twice
 # (a budget, mapping or reference leaked by the first run shows in the
 # second), requires its "all checks passed" line each time, and that the

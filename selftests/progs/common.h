@@ -86,6 +86,22 @@ static inline long now_ms(void)
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* One completion from cq within wait_ms (polled, as latency tools do):
+ * 1, or 0 if none came. */
+static inline int poll_cq_within(struct ibv_cq *cq, struct ibv_wc *wc, long wait_ms)
+{
+	long end = now_ms() + wait_ms;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n > 0;
+		usleep(200);
+	} while (now_ms() < end);
+	return 0;
+}
+
 /* The QP's state, or -1 if it cannot be queried. */
 static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
 {

@@ -42,16 +42,7 @@ static int a_is_rxe;
 
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	long end = now_ms() + scaled_ms(TIMEOUT_MS);
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n > 0;
-		usleep(200);
-	} while (now_ms() < end);
-	return 0;
+	return poll_cq_within(cq, wc, scaled_ms(TIMEOUT_MS));
 }
 
 /* The next completion on cq is wr_id, successful, with opcode. */

@@ -48,24 +48,9 @@ static struct side A, B;
 static const char *dev_b;
 static uint32_t psn_base = 0x2000;
 
-/* One completion from cq within wait_ms: 1, or 0 if none came. */
-static int poll_within(struct ibv_cq *cq, struct ibv_wc *wc, long wait_ms)
-{
-	long end = now_ms() + wait_ms;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n > 0;
-		usleep(200);
-	} while (now_ms() < end);
-	return 0;
-}
-
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	return poll_within(cq, wc, scaled_ms(TIMEOUT_MS));
+	return poll_cq_within(cq, wc, scaled_ms(TIMEOUT_MS));
 }
 
 static int open_side(struct side *s, const char *dev, int gid_index)
@@ -440,7 +425,7 @@ static void test_lossy(void)
 	CHECK(sent == MSGS, "all %d SENDs completed successfully at A", MSGS);
 	/* Nothing is resent: once B is quiet for a while, all that will
 	 * arrive has. */
-	while (poll_within(B.rcq, &wc, scaled_ms(500))) {
+	while (poll_cq_within(B.rcq, &wc, scaled_ms(500))) {
 		uint32_t n = ntohl(wc.imm_data);
 
 		fill(want, LEN, n);

@@ -21,16 +21,7 @@ on_exit del_all_links
 
 counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 
-# verbs_uc ARGS...: the program (in the initial namespace, which sees
-# both devices and their counters); all its checks must pass.
-verbs_uc() {
-	local out rc=0
-	out=$(timeout $((200 * SCALE)) "$SROCE_BIN/verbs_uc" "$@" 2>&1) || rc=$?
-	printf '%s\n' "$out" | grep -v '^ok' || true
-	((rc == 0)) || fail "verbs_uc $* exited $rc: $(grep -c '^FAIL' <<<"$out") checks failed"
-	assert_contains "$out" "all checks passed" "verbs_uc $*"
-	log "verbs_uc $*: $(grep -c '^ok' <<<"$out") checks passed"
-}
+verbs_uc() { checks_pass verbs_uc "$@"; }
 
 # pingpong SERVER_DEV SERVER_GID CLIENT_DEV CLIENT_GID SIZE: payload-checked
 # UC ping-pong, server in h1, client in h2.

@@ -14,16 +14,7 @@
 two_devices
 on_exit del_all_links
 
-# verbs_qpex ARGS...: the program (in the initial namespace, which sees
-# both devices); all its checks must pass.
-verbs_qpex() {
-	local out rc=0
-	out=$(timeout $((120 * SCALE)) "$SROCE_BIN/verbs_qpex" "$@" 2>&1) || rc=$?
-	printf '%s\n' "$out" | grep -v '^ok' || true
-	((rc == 0)) || fail "verbs_qpex $* exited $rc: $(grep -c '^FAIL' <<<"$out") checks failed"
-	assert_contains "$out" "all checks passed" "verbs_qpex $*"
-	log "verbs_qpex $*: $(grep -c '^ok' <<<"$out") checks passed"
-}
+verbs_qpex() { checks_pass verbs_qpex "$@"; }
 
 verbs_qpex "$DEV1" "$G1" "$DEV2" "$G2"
 verbs_qpex "$DEV2" "$G2" "$DEV1" "$G1"
