@@ -21,6 +21,9 @@ pub(crate) mod cap {
         bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
     /// Shared receive queues can be resized (`ibv_modify_srq` max_wr).
     pub(crate) const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
+    /// RDMA ATOMIC WRITE (8 bytes stored at once, IBA 1.5).
+    pub(crate) const ATOMIC_WRITE: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
     /// The system image GUID is meaningful.
     pub(crate) const SYS_IMAGE_GUID: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;

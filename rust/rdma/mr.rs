@@ -280,6 +280,18 @@ impl<T: Driver> MrRef<T> {
         self.memory.compare_swap(offset, iova, compare, swap)
     }
 
+    /// Stores the 8-byte aligned host-order `u64` at `iova` at once (RDMA
+    /// ATOMIC WRITE). `EINVAL` if misaligned.
+    pub(crate) fn atomic_write(&self, iova: u64, value: u64) -> Result {
+        if let Some(f) = self.fast_reg() {
+            return f.with_atomic_u64(self.key, iova, |a| {
+                a.xchg(value, Full);
+            });
+        }
+        let offset = self.offset_of(iova, 8).ok_or(EFAULT)?;
+        self.memory.store(offset, iova, value)
+    }
+
     /// Atomic fetch-and-add of the 8-byte aligned host-order `u64` at
     /// `iova`; returns the previous value. `EINVAL` if misaligned.
     pub(crate) fn atomic_fetch_add(&self, iova: u64, add: u64) -> Result<u64> {

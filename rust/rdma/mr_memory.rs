@@ -230,6 +230,14 @@ impl MrMemory {
         self.with_atomic_u64(offset, iova, |a| a.fetch_add(add, Full))
     }
 
+    /// Stores `value` in the aligned `u64` at `iova` (region byte
+    /// `offset`) at once. Fully ordered, like the other atomics.
+    pub(crate) fn store(&self, offset: u64, iova: u64, value: u64) -> Result {
+        self.with_atomic_u64(offset, iova, |a| {
+            a.xchg(value, Full);
+        })
+    }
+
     /// Runs `op` on the naturally aligned 8 bytes at region byte `offset`
     /// (virtual address `iova`) as an atomic `u64`. `EINVAL` if misaligned.
     ///

@@ -75,6 +75,8 @@ pub(crate) enum WcOpcode {
     FetchAdd = bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
     /// A local invalidate.
     LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+    /// An RDMA ATOMIC WRITE.
+    AtomicWrite = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
     /// A fast registration.
     RegMr = bindings::ib_wc_opcode_IB_WC_REG_MR,
     /// A receive.

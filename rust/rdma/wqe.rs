@@ -74,6 +74,8 @@ pub(crate) enum SendOp {
     CompareSwap,
     /// Atomic fetch-and-add.
     FetchAdd,
+    /// RDMA ATOMIC WRITE: 8 bytes stored at once.
+    AtomicWrite,
     /// Local invalidate.
     LocalInv,
     /// Fast registration of a memory region (kernel consumers only; the
@@ -92,6 +94,7 @@ impl SendOp {
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_READ => Self::Read,
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_CMP_AND_SWP => Self::CompareSwap,
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD => Self::FetchAdd,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_WRITE => Self::AtomicWrite,
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV => Self::LocalInv,
             bindings::ib_wr_opcode_IB_WR_REG_MR => Self::RegMr,
             _ => return None,
@@ -106,6 +109,7 @@ impl SendOp {
             Self::Read => WcOpcode::RdmaRead,
             Self::CompareSwap => WcOpcode::CompSwap,
             Self::FetchAdd => WcOpcode::FetchAdd,
+            Self::AtomicWrite => WcOpcode::AtomicWrite,
             Self::LocalInv => WcOpcode::LocalInv,
             Self::RegMr => WcOpcode::RegMr,
         }
@@ -278,7 +282,16 @@ impl SendWqe {
         let mut length: u32 = read_at(buf, SEND_DMA + DMA_LENGTH)?;
         let num_sge: u32 = read_at(buf, SEND_DMA + DMA_NUM_SGE)?;
         let data_at = SEND_DMA + DMA_DATA;
-        let data = if flags.inline {
+        let data = if op == SendOp::AtomicWrite {
+            // Its operand: 8 bytes where inline data would be.
+            if length != 8 {
+                return Err(EINVAL);
+            }
+            let src = buf.get(data_at..data_at + 8).ok_or(EINVAL)?;
+            let mut bytes = [0u8; 256];
+            bytes[..8].copy_from_slice(src);
+            SendData::Inline { bytes, len: 8 }
+        } else if flags.inline {
             let len = length as usize;
             if len > max_inline || len > 256 {
                 return Err(EINVAL);
@@ -310,11 +323,13 @@ impl SendWqe {
                     compare_add: wr.wr.atomic.compare_add,
                     swap: wr.wr.atomic.swap,
                 },
-                SendOp::Write | SendOp::WriteWithImm | SendOp::Read => RemoteTarget {
-                    remote_addr: wr.wr.rdma.remote_addr,
-                    rkey: wr.wr.rdma.rkey,
-                    ..RemoteTarget::default()
-                },
+                SendOp::Write | SendOp::WriteWithImm | SendOp::Read | SendOp::AtomicWrite => {
+                    RemoteTarget {
+                        remote_addr: wr.wr.rdma.remote_addr,
+                        rkey: wr.wr.rdma.rkey,
+                        ..RemoteTarget::default()
+                    }
+                }
                 _ => RemoteTarget::default(),
             }
         };

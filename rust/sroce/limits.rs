@@ -81,6 +81,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
             | cap::RC_RNR_NAK_GEN
             | cap::PORT_ACTIVE_EVENT
             | cap::SRQ_RESIZE
+            | cap::ATOMIC_WRITE
             | cap::SYS_IMAGE_GUID,
         max_sge: MAX_SGE,
         max_sge_rd: MAX_SGE,

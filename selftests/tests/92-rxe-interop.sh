@@ -6,7 +6,8 @@
 # ib_send_bw -c UD; without loss only), and the byte-checking
 # verbs_data program with each side as requester (WRITE with and without
 # immediate, READ, atomics, SEND with several SGEs, error completions);
-# then the same under 2% netem loss both ways (without verbs_data's error
+# verbs_qpex (every operation through the extended QP API, ATOMIC WRITE
+# included) each side as requester; then the same under 2% netem loss both ways (without verbs_data's error
 # cases: a lost fatal NAK leaves the requester retrying), and an rxe pair
 # under that loss as the reference.
 # timeout: 600
@@ -87,6 +88,10 @@ matrix() {
 
 CASE="no loss"
 matrix
+# Every operation through the extended QP API, ATOMIC WRITE included,
+# each side as requester (UD's datagrams are not resent: no loss only).
+checks_pass verbs_qpex rxe1 "$g1" sroce2 "$g2"
+checks_pass verbs_qpex sroce2 "$g2" rxe1 "$g1"
 for n in 1 2; do in_ns "h$n" tc qdisc add dev "v$n" root netem loss 2%; done
 on_exit "for n in 1 2; do ip netns exec h\$n tc qdisc del dev v\$n root 2>/dev/null; done; true"
 CASE="loss 2%"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The extended QP API (ibv_create_qp_ex, ibv_wr_start/ibv_wr_*/ibv_wr_complete)
 # through stock rdma-core: every operation sroce carries on RC (SEND, SEND
-# with immediate, WRITE, WRITE with immediate, READ, both atomics, SGE
+# with immediate, WRITE, WRITE with immediate, READ, both atomics, ATOMIC
+# WRITE (and one at an unaligned address, refused), SGE
 # lists, inline data, a batch with an unsignaled request, an aborted
 # batch), UC (SEND with immediate, WRITE) and UD (SEND to an address handle,
 # with immediate), byte for byte, by the verbs_qpex program; between two

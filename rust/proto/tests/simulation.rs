@@ -174,6 +174,7 @@ struct ResponderNode {
     current: Option<Vec<u8>>,
     received: Vec<Received>,
     executed_atomics: u32,
+    executed_atomic_writes: u32,
     rnr_sent: u32,
     replayed_atomics: u32,
     replayed_reads: u32,
@@ -230,10 +231,11 @@ impl ResponderNode {
                 break;
             };
             *budget -= 1;
-            let o = (p.va - BASE) as usize;
+            // An empty response (an atomic write's) reads nothing.
             let data = if p.len == 0 {
                 &[][..]
             } else {
+                let o = (p.va - BASE) as usize;
                 &self.mem[o..o + p.len as usize]
             };
             out.push(response_bytes(p.operation, p.psn, p.aeth, None, data));
@@ -353,6 +355,15 @@ impl ResponderNode {
                 self.executed_atomics += 1;
                 Outcome::Atomic(orig)
             }
+            WorkKind::AtomicWrite { va, rkey } => {
+                if !self.range_ok(va, rkey, 8) {
+                    return Outcome::Failed(NakCode::RemoteAccessError);
+                }
+                let o = (va - BASE) as usize;
+                self.mem[o..o + 8].copy_from_slice(pkt.payload);
+                self.executed_atomic_writes += 1;
+                Outcome::Done
+            }
         }
     }
 
@@ -433,6 +444,7 @@ fn run(s: &Scenario) -> Outcome2 {
         current: None,
         received: Vec::new(),
         executed_atomics: 0,
+        executed_atomic_writes: 0,
         rnr_sent: 0,
         replayed_atomics: 0,
         replayed_reads: 0,
@@ -702,6 +714,14 @@ fn workload(rng: &mut Rng, n: usize, max_len: u32) -> Model {
                 o.remote = COUNTERS + 8 * rng.below(8);
                 o.fence = overlaps(o.remote, 8, &read_ranges);
                 let r = o.remote as usize;
+                if rng.chance(250) {
+                    // An atomic write: the 8 bytes it carries, once.
+                    o.op = WqeOp::AtomicWrite;
+                    o.local = rng.next().to_le_bytes().to_vec();
+                    mem[r..r + 8].copy_from_slice(&o.local);
+                    ops.push(o);
+                    continue;
+                }
                 let orig = u64::from_le_bytes(mem[r..r + 8].try_into().unwrap());
                 let new = if rng.chance(500) {
                     o.op = WqeOp::FetchAdd;
@@ -816,6 +836,11 @@ fn check(s: &Scenario, m: &Model, o: &Outcome2) {
         o.responder.executed_atomics as usize,
         m.expected_atomics.len(),
         "seed {seed}: atomics executed exactly once"
+    );
+    assert_eq!(
+        o.responder.executed_atomic_writes as usize,
+        m.ops.iter().filter(|w| w.op == WqeOp::AtomicWrite).count(),
+        "seed {seed}: atomic writes executed exactly once"
     );
     assert!(o.responder.mem == m.final_mem, "seed {seed}: remote memory");
     assert!(!o.responder.resp.is_error(), "seed {seed}");

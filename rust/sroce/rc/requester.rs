@@ -166,6 +166,7 @@ pub(super) fn wqe_op(op: SendOp) -> WqeOp {
         SendOp::Read => WqeOp::Read,
         SendOp::CompareSwap => WqeOp::CompareSwap,
         SendOp::FetchAdd => WqeOp::FetchAdd,
+        SendOp::AtomicWrite => WqeOp::AtomicWrite,
         SendOp::LocalInv | SendOp::RegMr => WqeOp::Local,
     }
 }
@@ -198,7 +199,7 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                     break;
                 }
             };
-            let len = if op.is_atomic() {
+            let len = if op.has_8_byte_operand() {
                 8
             } else if op.is_local() {
                 0

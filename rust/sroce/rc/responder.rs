@@ -205,6 +205,25 @@ pub(super) fn execute(
                 Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
             }
         }
+        WorkKind::AtomicWrite { va, rkey } => {
+            if access & Access::REMOTE_WRITE.bits() == 0 {
+                return Outcome::Failed(NakCode::RemoteAccessError);
+            }
+            let mr = match dev.check_mr_access(rkey, qp.pd(), va, 8, Access::REMOTE_WRITE) {
+                Ok(mr) => mr,
+                Err(_) => return Outcome::Failed(NakCode::RemoteAccessError),
+            };
+            let Some(data) = load(&mut rc.scratch, pkt, header_len, 8) else {
+                return Outcome::Failed(NakCode::RemoteOperationalError);
+            };
+            let mut value = [0u8; 8];
+            value.copy_from_slice(data);
+            // The payload's bytes land as they are.
+            match mr.atomic_write(va, u64::from_ne_bytes(value)) {
+                Ok(()) => Outcome::Done,
+                Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
+            }
+        }
         WorkKind::Atomic {
             va,
             rkey,
@@ -421,6 +440,12 @@ pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, bud
             p.psn,
         ));
         h.aeth = p.aeth;
+        if p.len == 0 {
+            // Nothing to read (an empty READ, an atomic write's response):
+            // no key to check.
+            let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
+            continue;
+        }
         let mr = dev.check_mr_access(p.rkey, qp.pd(), p.va, u64::from(p.len), Access::REMOTE_READ);
         let Ok(mr) = mr else { continue };
         let _ = send_packet(dev, routes, &flow, &h, p.len as usize, |out| {

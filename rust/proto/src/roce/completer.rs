@@ -332,6 +332,16 @@ impl<const N: usize> SendQueue<N> {
         let Some(slot) = self.slot(self.done) else {
             return Action::Ignore;
         };
+        if slot.wqe.op == super::segment::WqeOp::AtomicWrite && slot.started {
+            // Its response is an empty READ Response Only with an ACK.
+            if position != Position::Only || payload_len != 0 || syndrome.is_none() {
+                return self.fail(WcStatus::BadRespErr);
+            }
+            self.una = p.next();
+            self.progress();
+            self.finish(WcStatus::Success);
+            return Action::Progress;
+        }
         if slot.wqe.op != super::segment::WqeOp::Read || !slot.started {
             return self.fail(WcStatus::BadRespErr);
         }
@@ -558,6 +568,39 @@ mod tests {
         core::iter::from_fn(|| q.pop_completion())
             .map(|c| (c.tag, c.status))
             .collect()
+    }
+
+    #[test]
+    fn atomic_write_completes_on_its_empty_read_response() {
+        let mut q = sq(20);
+        post(&mut q, 1, WqeOp::Send, 10);
+        post(&mut q, 2, WqeOp::AtomicWrite, 8);
+        let p = drain(&mut q);
+        assert_eq!(p.len(), 2);
+        assert_eq!(
+            (p[1].operation, p[1].payload_len, p[1].psn),
+            (Operation::AtomicWrite, 8, Psn::new(21))
+        );
+        // A plain ACK covering it is an implicit NAK: it needs its response.
+        assert_eq!(
+            q.on_response(&ack(21)),
+            Action::Retransmit { from: Psn::new(21) }
+        );
+        assert_eq!(completions(&mut q), [(1, WcStatus::Success)]);
+        assert_eq!(
+            q.on_response(&read_resp(21, Position::Only, 0)),
+            Action::Progress
+        );
+        assert_eq!(completions(&mut q), [(2, WcStatus::Success)]);
+        assert!(!q.has_unacked());
+        // A response carrying data is not one.
+        let mut q = sq(0);
+        post(&mut q, 3, WqeOp::AtomicWrite, 8);
+        drain(&mut q);
+        assert!(matches!(
+            q.on_response(&read_resp(0, Position::Only, 8)),
+            Action::Fatal { .. }
+        ));
     }
 
     #[test]

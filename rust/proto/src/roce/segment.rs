@@ -117,6 +117,9 @@ pub enum WqeOp {
     CompareSwap,
     /// Atomic fetch and add (8 bytes).
     FetchAdd,
+    /// Atomic write: 8 bytes stored at once, answered like a READ (by a
+    /// response of its own), limited by `max_rd_atomic` (IBA 1.5).
+    AtomicWrite,
     /// A local operation the device performs itself when the send queue
     /// reaches it (memory registration, local invalidate): no packets, no
     /// PSNs; it completes in order with the others.
@@ -125,7 +128,7 @@ pub enum WqeOp {
 
 impl WqeOp {
     /// Every transport operation (all but [`WqeOp::Local`]).
-    pub const ALL: [WqeOp; 8] = [
+    pub const ALL: [WqeOp; 9] = [
         WqeOp::Send,
         WqeOp::SendWithImm,
         WqeOp::SendWithInv,
@@ -134,6 +137,7 @@ impl WqeOp {
         WqeOp::Read,
         WqeOp::CompareSwap,
         WqeOp::FetchAdd,
+        WqeOp::AtomicWrite,
     ];
 
     /// Decodes an `enum ib_uverbs_wr_opcode` value; `None` for opcodes
@@ -148,6 +152,7 @@ impl WqeOp {
             5 => Some(WqeOp::CompareSwap),
             6 => Some(WqeOp::FetchAdd),
             9 => Some(WqeOp::SendWithInv),
+            15 => Some(WqeOp::AtomicWrite),
             _ => None,
         }
     }
@@ -160,6 +165,7 @@ impl WqeOp {
             WqeOp::Read => 2,
             WqeOp::CompareSwap => 3,
             WqeOp::FetchAdd => 4,
+            WqeOp::AtomicWrite => 9,
             // The driver knows which local operation it was.
             WqeOp::Local => 6,
         }
@@ -170,10 +176,22 @@ impl WqeOp {
         matches!(self, WqeOp::CompareSwap | WqeOp::FetchAdd)
     }
 
-    /// Whether this is an RDMA READ or an atomic: an operation answered by
-    /// a response carrying data, limited by `max_rd_atomic`.
+    /// Whether this is an RDMA READ or an atomic (atomic write included):
+    /// an operation answered by a response of its own, limited by
+    /// `max_rd_atomic`.
     pub const fn is_read_or_atomic(self) -> bool {
-        matches!(self, WqeOp::Read | WqeOp::CompareSwap | WqeOp::FetchAdd)
+        matches!(
+            self,
+            WqeOp::Read | WqeOp::CompareSwap | WqeOp::FetchAdd | WqeOp::AtomicWrite
+        )
+    }
+
+    /// Whether its operand is exactly 8 bytes (atomics, atomic write).
+    pub const fn has_8_byte_operand(self) -> bool {
+        matches!(
+            self,
+            WqeOp::CompareSwap | WqeOp::FetchAdd | WqeOp::AtomicWrite
+        )
     }
 
     /// Whether an unacknowledged (UC) connection carries it: SEND and RDMA
@@ -208,6 +226,7 @@ impl WqeOp {
             (WqeOp::Read, _, _) => O::RdmaReadRequest,
             (WqeOp::CompareSwap, _, _) => O::CompareSwap,
             (WqeOp::FetchAdd, _, _) => O::FetchAdd,
+            (WqeOp::AtomicWrite, _, _) => O::AtomicWrite,
             (WqeOp::Send, true, true) => O::SendOnly,
             (WqeOp::SendWithImm, true, true) => O::SendOnlyWithImmediate,
             (WqeOp::SendWithInv, true, true) => O::SendOnlyWithInvalidate,
@@ -280,15 +299,16 @@ impl MessagePlan {
 
     /// Plans a message. Fails with [`Error::BadMessageLength`] if `len` is
     /// above [`MessagePlan::MAX_LEN`], needs more than
-    /// [`MessagePlan::MAX_PSNS`] PSNs, or is not 8 for an atomic.
+    /// [`MessagePlan::MAX_PSNS`] PSNs, or is not 8 for an atomic or an
+    /// atomic write.
     pub const fn new(op: WqeOp, len: u32, mtu: Mtu) -> Result<Self, Error> {
         if len > Self::MAX_LEN
-            || (op.is_atomic() && len != Self::ATOMIC_LEN)
+            || (op.has_8_byte_operand() && len != Self::ATOMIC_LEN)
             || (matches!(op, WqeOp::Local) && len != 0)
         {
             return Err(Error::BadMessageLength);
         }
-        let psns = if op.is_atomic() {
+        let psns = if op.has_8_byte_operand() {
             1
         } else if matches!(op, WqeOp::Local) {
             0
@@ -379,19 +399,30 @@ impl MessagePlan {
         let remaining = self.len.wrapping_sub(offset);
         let last_index = self.psns.wrapping_sub(1);
         if self.op.is_read_or_atomic() {
-            let reth = if matches!(self.op, WqeOp::Read) {
-                Some(RethSpan {
-                    offset,
-                    dma_len: remaining,
-                })
-            } else {
-                None
+            // READ: a RETH for what is left; atomic write: a RETH for its
+            // 8 bytes, which it carries; atomics: neither.
+            let (reth, payload_len) = match self.op {
+                WqeOp::Read => (
+                    Some(RethSpan {
+                        offset,
+                        dma_len: remaining,
+                    }),
+                    0,
+                ),
+                WqeOp::AtomicWrite => (
+                    Some(RethSpan {
+                        offset: 0,
+                        dma_len: Self::ATOMIC_LEN,
+                    }),
+                    Self::ATOMIC_LEN,
+                ),
+                _ => (None, 0),
             };
             return Some(Segment {
                 operation: self.op.operation(true, true),
                 index,
                 offset,
-                payload_len: 0,
+                payload_len,
                 reth,
                 ack_req: true,
             });
@@ -574,8 +605,25 @@ mod tests {
         assert_eq!(acks, [3, 7, 9]);
         assert_eq!(WqeOp::from_uverbs(9), Some(WqeOp::SendWithInv));
         assert_eq!(WqeOp::from_uverbs(7), None);
+        assert_eq!(WqeOp::from_uverbs(15), Some(WqeOp::AtomicWrite));
         for op in WqeOp::ALL {
-            assert!(op.wc_opcode() <= 4);
+            // IBV_WC_SEND..IBV_WC_FETCH_ADD, IBV_WC_ATOMIC_WRITE.
+            assert!(op.wc_opcode() <= 4 || op.wc_opcode() == 9);
         }
+        // An atomic write carries its 8 bytes under a RETH for them.
+        let p = MessagePlan::new(WqeOp::AtomicWrite, 8, Mtu::Mtu256).unwrap();
+        let s = p.segment(0, 0).unwrap();
+        assert_eq!((p.psn_count(), s.payload_len, s.ack_req), (1, 8, true));
+        assert_eq!(
+            s.reth,
+            Some(RethSpan {
+                offset: 0,
+                dma_len: 8
+            })
+        );
+        assert_eq!(
+            MessagePlan::new(WqeOp::AtomicWrite, 16, Mtu::Mtu256),
+            Err(Error::BadMessageLength)
+        );
     }
 }

@@ -98,6 +98,20 @@ impl<S: ResourceStore> ResponderWith<S> {
                     len: r.dma_len,
                 })
             }
+            (InMessage::Idle, O::AtomicWrite) => {
+                let r = req.reth.ok_or(NakCode::InvalidRequest)?;
+                if self.res_limit() == 0
+                    || r.dma_len != MessagePlan::ATOMIC_LEN
+                    || len != MessagePlan::ATOMIC_LEN
+                    || r.va & 7 != 0
+                {
+                    return Err(NakCode::InvalidRequest);
+                }
+                Ok(WorkKind::AtomicWrite {
+                    va: r.va,
+                    rkey: r.rkey,
+                })
+            }
             (InMessage::Idle, O::CompareSwap | O::FetchAdd) => {
                 let a = req.atomic.ok_or(NakCode::InvalidRequest)?;
                 if self.res_limit() == 0 || a.va & 7 != 0 {
@@ -111,8 +125,8 @@ impl<S: ResourceStore> ResponderWith<S> {
                     compare: a.compare,
                 })
             }
-            // Missing First/Last, unsupported (FLUSH, ATOMIC WRITE) or
-            // response opcodes.
+            // Missing First/Last, unsupported (FLUSH) or response
+            // opcodes.
             _ => Err(NakCode::InvalidRequest),
         }
     }

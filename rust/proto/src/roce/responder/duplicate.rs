@@ -47,6 +47,20 @@ impl<S: ResourceStore> ResponderWith<S> {
                 self.queue_replay(slot, i);
                 Reply::Read
             }
+            O::AtomicWrite => match self.find(req.psn) {
+                Some((
+                    slot,
+                    ReadAtomicResource {
+                        kind: ResourceKind::AtomicWrite,
+                        ..
+                    },
+                    0,
+                )) => {
+                    self.queue_replay(slot, 0);
+                    Reply::Read
+                }
+                _ => Reply::None,
+            },
             O::CompareSwap | O::FetchAdd => match self.find(req.psn) {
                 Some((
                     _,

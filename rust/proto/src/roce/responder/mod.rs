@@ -127,6 +127,9 @@ pub enum ResourceKind {
         /// The remote data before the operation.
         orig: u64,
     },
+    /// An atomic write: its response (an empty READ Response Only) is
+    /// sent again, the write never done again.
+    AtomicWrite,
 }
 
 /// One RDMA READ or atomic request kept for replay.
@@ -215,6 +218,14 @@ pub enum WorkKind {
         /// Compare data (compare and swap).
         compare: u64,
     },
+    /// Store the 8-byte payload at `va` at once; the response comes from
+    /// [`Responder::commit`].
+    AtomicWrite {
+        /// Address (8-byte aligned, checked).
+        va: u64,
+        /// R_Key.
+        rkey: u32,
+    },
 }
 
 impl WorkKind {
@@ -262,7 +273,8 @@ pub enum Reply {
         orig: u64,
     },
     /// RDMA READ responses were queued (or a queued replay restarted
-    /// earlier): send them with [`ResponderWith::next_read_response`].
+    /// earlier): send them with [`ResponderWith::next_read_response`]. An
+    /// atomic write's response is one of them (empty).
     Read,
     /// A NAK after which the QP enters the error state: send it, complete
     /// any receive WQE in use in error, move the QP to error.
@@ -525,6 +537,18 @@ impl<S: ResourceStore> ResponderWith<S> {
                 });
                 self.reads_queued = self.reads_queued.saturating_add(1);
                 self.epsn = self.epsn.wrapping_add(plan.psn_count());
+                self.complete_message();
+                return Reply::Read;
+            }
+            WorkKind::AtomicWrite { .. } => {
+                self.store(ReadAtomicResource {
+                    first_psn: self.epsn,
+                    psn_count: 1,
+                    kind: ResourceKind::AtomicWrite,
+                    next_response: Some(0),
+                });
+                self.reads_queued = self.reads_queued.saturating_add(1);
+                self.epsn = self.epsn.next();
                 self.complete_message();
                 return Reply::Read;
             }

@@ -147,6 +147,15 @@ impl<S: ResourceStore> ResponderWith<S> {
                         }
                         .packet(0)
                     }),
+                // An atomic write's response: READ Response Only, empty.
+                ResourceKind::AtomicWrite => Some(ReadResponsePacket {
+                    psn: slot.first_psn,
+                    operation: Operation::RdmaReadResponseOnly,
+                    va: 0,
+                    rkey: 0,
+                    len: 0,
+                    aeth: Some(ack_aeth(msn)),
+                }),
                 ResourceKind::Atomic { .. } => None,
             };
             let after = next.saturating_add(1);

@@ -542,3 +542,50 @@ fn failures_are_fatal() {
     assert_eq!(r.commit(&w, Outcome::Done), Reply::None);
     assert_eq!(r.epsn(), Psn::new(101));
 }
+
+/// An ATOMIC WRITE request: 8 bytes for `va` under rkey 1.
+fn atomic_write_req(psn: u32, va: u64) -> Request {
+    with_reth(req(psn, O::AtomicWrite, 8), va, 8)
+}
+
+#[test]
+fn atomic_write_is_answered_by_an_empty_read_response_and_never_redone() {
+    let mut r = resp();
+    let Decision::Execute(w) = r.receive(&atomic_write_req(100, 0x1000), true) else {
+        panic!("not executed");
+    };
+    assert_eq!(
+        w.kind,
+        WorkKind::AtomicWrite {
+            va: 0x1000,
+            rkey: 1
+        }
+    );
+    assert_eq!(r.commit(&w, Outcome::Done), Reply::Read);
+    let p = drain(&mut r);
+    assert_eq!(p.len(), 1);
+    assert_eq!(
+        (p[0].psn, p[0].operation, p[0].len),
+        (Psn::new(100), O::RdmaReadResponseOnly, 0)
+    );
+    assert!(p[0].aeth.is_some_and(|a| a.syndrome.is_ack()));
+    assert_eq!((r.epsn(), r.msn()), (Psn::new(101), 1));
+    // A duplicate gets the response again, with nothing to execute.
+    assert_eq!(
+        r.receive(&atomic_write_req(100, 0x1000), true),
+        Decision::Reply(Reply::Read)
+    );
+    assert_eq!(drain(&mut r).len(), 1);
+    // Misaligned, or not exactly 8 bytes: invalid.
+    let mut r = resp();
+    assert!(matches!(
+        r.receive(&atomic_write_req(100, 0x1004), true),
+        Decision::Reply(Reply::FatalNak { .. })
+    ));
+    let mut r = resp();
+    let q = with_reth(req(100, O::AtomicWrite, 8), 0x1000, 16);
+    assert!(matches!(
+        r.receive(&q, true),
+        Decision::Reply(Reply::FatalNak { .. })
+    ));
+}
