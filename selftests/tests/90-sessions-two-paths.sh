@@ -199,9 +199,15 @@ cp "$SROCE" "$pub/sroce"
 assert_fails_with 'EPERM' setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	--inh-caps=-all --bounding-set=-all "$pub/sroce" qp set sroce2 "$qpn" group-size 2
 assert_ok "$SROCE" qp set sroce2 "$qpn" group-size 2 policy round-robin reorder-guard off
+# Until both links carried the stream (the new session first has to come
+# up; a fixed wait failed on a slow run), at most 30 s.
 v0=$(tx h2 v2) w0=$(tx h2 w2)
-sleep 3
-dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
+deadline=$((SECONDS + 30))
+while dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0)) && ((dv <= 500 || dw <= 500)); do
+	kill -0 "$CLI" 2>/dev/null || stream_failed "after qp set"
+	((SECONDS < deadline)) || break
+	sleep 0.2
+done
 list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 after qp set $qpn:"$'\n'"$list"
 log "client's packets after qp set: v2 +$dv, w2 +$dw"
