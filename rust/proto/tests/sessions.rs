@@ -700,9 +700,9 @@ impl Sim {
                 self.transmit(path, false, Pkt::Ack { psn: psn.value() });
             }
         } else if psn.is_before(self.epsn) {
-            // Duplicate (C9-105): re-ACK the last PSN received.
-            let a = self.epsn - 1;
-            self.transmit(path, false, Pkt::Ack { psn: a.value() });
+            // Duplicate (C9-105): re-ACKed with its own PSN, as sroce's
+            // responder does (rxe re-ACKs the last PSN received).
+            self.transmit(path, false, Pkt::Ack { psn: psn.value() });
         } else if !self.nak_sent {
             self.nak_sent = true;
             let e = self.epsn;

@@ -90,25 +90,34 @@ impl<S: ResourceStore> ResponderWith<S> {
             | O::RdmaWriteLastWithImmediate
             | O::RdmaWriteOnly
             | O::RdmaWriteOnlyWithImmediate => {
-                // SEND or WRITE: acknowledge everything received, without
-                // executing again, unless a READ or atomic came after the
-                // duplicate: then no reply at all. The requester went back
-                // to (at least) the duplicate, so it resends that READ or
-                // atomic too, and its replayed response acknowledges the
-                // duplicate implicitly. Every plain ACK would harm some
-                // requester (rxe): one covering an atomic's PSN completes
-                // the atomic without its result; one at a READ's PSNs
-                // completes the READ short; and one from before the READ
-                // (an older PSN) that reaches rxe while it takes that READ's
-                // responses resets its response sequence, so its next
-                // READ Response Middle fails the QP (rxe_comp.c
-                // `check_ack`, a WARN and flushed work).
-                let ack = self.duplicate_ack_psn(req.psn);
-                if ack != self.epsn.wrapping_sub(1) {
+                // SEND or WRITE: not executed again, acknowledged with its
+                // own PSN, unless a READ or atomic came after it: then no
+                // reply at all. The requester went back to (at least) the
+                // duplicate, so it resends that READ or atomic too, and its
+                // replayed response acknowledges the duplicate implicitly.
+                // Every plain ACK there would harm some requester (rxe): one
+                // covering an atomic's PSN completes the atomic without its
+                // result; one at a READ's PSNs completes the READ short; and
+                // one from before the READ (an older PSN) that reaches rxe
+                // while it takes that READ's responses resets its response
+                // sequence, so its next READ Response Middle fails the QP
+                // (rxe_comp.c `check_ack`, a WARN and flushed work).
+                //
+                // Why its own PSN and not the last one received (as rxe
+                // answers): a duplicate means the requester went back, and an
+                // ACK beyond what it has sent again completes the message it
+                // is resending under its feet. rxe's requester then never
+                // sends again when its send queue is small (ibv_rc_pingpong's
+                // two slots: its WQE index, one lap ahead, equals the producer
+                // index, and with the completer past its PSN it never
+                // retries). An ACK for the duplicate's own PSN acknowledges
+                // only what the requester has resent, so every message
+                // completes after its last packet went out again.
+                if self.read_or_atomic_after(req.psn) {
                     return Reply::None;
                 }
                 Reply::Ack {
-                    psn: ack,
+                    psn: req.psn,
                     aeth: ack_aeth(self.msn),
                 }
             }
@@ -116,25 +125,19 @@ impl<S: ResourceStore> ResponderWith<S> {
         }
     }
 
-    /// The PSN to acknowledge a duplicate SEND or WRITE with PSN `dup`:
-    /// the last PSN received, or the one before the first READ/atomic
-    /// resource that starts after `dup`, if that is earlier.
-    fn duplicate_ack_psn(&self, dup: Psn) -> Psn {
-        let last = self.epsn.wrapping_sub(1);
-        let mut ack = last;
-        let mut ack_dist = dup.distance_to(last);
-        let limit = self.res_limit();
-        for res in self.resources.as_ref().iter().take(limit).flatten() {
-            let d = dup.distance_to(res.first_psn);
-            // Starts after the duplicate and no later than the last PSN
-            // received (within the duplicate half-window).
-            let after_dup = d > 0 && d <= dup.distance_to(last) && d <= Psn::HALF;
-            if after_dup && d.wrapping_sub(1) < ack_dist {
-                ack_dist = d.wrapping_sub(1);
-                ack = res.first_psn.wrapping_sub(1);
-            }
-        }
-        ack
+    /// Whether a READ or atomic resource starts after the duplicate PSN
+    /// `dup`, among the PSNs received (the duplicate half-window).
+    fn read_or_atomic_after(&self, dup: Psn) -> bool {
+        let received = dup.distance_to(self.epsn.wrapping_sub(1));
+        self.resources
+            .as_ref()
+            .iter()
+            .take(self.res_limit())
+            .flatten()
+            .any(|res| {
+                let d = dup.distance_to(res.first_psn);
+                d > 0 && d <= received && d <= Psn::HALF
+            })
     }
 
     /// The newest resource whose PSN range holds `psn`: its slot, the

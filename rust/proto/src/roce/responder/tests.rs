@@ -210,10 +210,10 @@ fn sequence_errors_are_naked_once() {
         r.receive(&req(105, O::SendOnly, 1), true),
         Decision::Reply(Reply::Ack { .. })
     ));
-    // Duplicates are re-ACKed with the last PSN received.
+    // Duplicates are re-ACKed with their own PSN, never beyond it.
     assert_eq!(
         r.receive(&req(100, O::SendOnly, 1), true),
-        Decision::Reply(acked(101, 2))
+        Decision::Reply(acked(100, 2))
     );
 }
 
@@ -588,4 +588,35 @@ fn atomic_write_is_answered_by_an_empty_read_response_and_never_redone() {
         r.receive(&q, true),
         Decision::Reply(Reply::FatalNak { .. })
     ));
+}
+
+#[test]
+fn a_resent_message_is_acknowledged_no_further_than_resent() {
+    // A three-packet SEND and a SEND Only arrive whole; the requester
+    // goes back to the first packet (its ACKs were lost). No re-ACK may
+    // reach past the packet being resent: an ACK for the whole message
+    // while the requester is still in it completes the message under its
+    // feet (rxe's requester then stalls).
+    let mut r = resp();
+    exec(&mut r, &req(100, O::SendFirst, 256));
+    exec(&mut r, &req(101, O::SendMiddle, 256));
+    assert_eq!(exec(&mut r, &req(102, O::SendLast, 1)), acked(102, 1));
+    assert_eq!(exec(&mut r, &req(103, O::SendOnly, 1)), acked(103, 2));
+    for (psn, op) in [
+        (100, O::SendFirst),
+        (101, O::SendMiddle),
+        (102, O::SendLast),
+        (103, O::SendOnly),
+    ] {
+        assert_eq!(
+            r.receive(
+                &req(psn, op, if op == O::SendMiddle { 256 } else { 1 }),
+                true
+            ),
+            Decision::Reply(acked(psn, 2)),
+            "duplicate {psn}"
+        );
+    }
+    // Nothing was executed again: the next new PSN is still 104.
+    assert_eq!(exec(&mut r, &req(104, O::SendOnly, 1)), acked(104, 3));
 }

@@ -419,15 +419,16 @@ pub const fn probe_psn(oldest_unacked: Psn) -> Psn {
 /// Whether an ACK with PSN `ack_psn` answers a duplicate probe with PSN
 /// `probe`.
 ///
-/// The responder re-ACKs a duplicate with its last acknowledged PSN. The
-/// probe's PSN is the last PSN the requester saw acknowledged, and every
-/// ACK for new data carries a later PSN, so an ACK with exactly the probe's
-/// PSN can only come from a duplicate: the probe, or a retransmitted packet
-/// the responder already had. The reply therefore matches iff `ack_psn ==
-/// probe` and no such duplicate can be in flight: `resend_near` must be
-/// `true` if any go-back-N resend was sent from one RTO before the probe
-/// until now. (A re-ACK with a later PSN, when new data reached the
-/// responder meanwhile, is inconclusive: the probe is simply retried.)
+/// A responder re-ACKs a duplicate with the duplicate's own PSN (sroce) or
+/// with its last acknowledged PSN (rxe). The probe's PSN is the last PSN the
+/// requester saw acknowledged, and every ACK for new data carries a later
+/// PSN, so an ACK with exactly the probe's PSN can only come from a
+/// duplicate: the probe, or a retransmitted packet the responder already
+/// had. The reply therefore matches iff `ack_psn == probe` and no such
+/// duplicate can be in flight: `resend_near` must be `true` if any go-back-N
+/// resend was sent from one RTO before the probe until now. (A re-ACK with a
+/// later PSN, from an rxe responder that new data reached meanwhile, is
+/// inconclusive: the probe is simply retried.)
 pub fn probe_reply_matches(probe: Psn, ack_psn: Psn, resend_near: bool) -> bool {
     !resend_near && ack_psn == probe
 }
