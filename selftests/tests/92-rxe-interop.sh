@@ -98,16 +98,16 @@ CASE="loss 2%"
 LOSSY_WIRE=1
 matrix
 
-# The reference pair under the same loss: rxe on both hosts.
+# The reference pair under the same loss: rxe on both hosts. Not
+# ibv_rc_pingpong: with its two-slot send queue rxe's requester can stall
+# for good when an ACK (rxe's responder re-ACKs a duplicate with the last
+# PSN it received) completes the message it is resending (seen in about 3%
+# of such runs rxe to rxe; sroce's responder never ACKs past a duplicate).
 del_link sroce2
 add_link h2 rxe2 v2 rxe
 wait_port_active rxe2
 g2=$(gid_index rxe2 10.77.1.2)
 CASE="loss 2%, rxe to rxe"
-REFERENCE_SERVER_MAY_WAIT=1
-run_pair h1 "ibv_rc_pingpong -d rxe1 -g $g1 -n 20 -s 100000 -m 1024 -c" \
-	h2 "ibv_rc_pingpong -d rxe2 -g $g2 -n 20 -s 100000 -m 1024 -c 10.77.1.1"
-assert_match "$CLIENT_OUT" "20 iters in" "ibv_rc_pingpong rxe to rxe under 2% loss"
 run_pair h1 "ib_write_bw -d rxe1 -x $g1 -n 50 -s 65536 -F" \
 	h2 "ib_write_bw -d rxe2 -x $g2 -n 50 -s 65536 -F 10.77.1.1"
 assert_match "$CLIENT_OUT" '^ *65536 +50 +[0-9.]+' "ib_write_bw rxe to rxe under 2% loss"
