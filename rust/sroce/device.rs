@@ -59,7 +59,7 @@ pub(crate) struct SroceDevice {
     pub(crate) cqs: Budget,
     /// Queue pair numbers in use; their count is bounded by `max_qp`.
     #[pin]
-    qpns: Mutex<IdPool>,
+    qpns: Mutex<QpnPool>,
     /// Shared receive queues in use, against `max_srq`.
     pub(crate) srqs: Budget,
     /// Address handle numbers in use (from 1; 0 means "no AH" in a WQE).
@@ -94,6 +94,15 @@ pub(crate) struct SroceDevice {
     pub(crate) sessions: SpinLockIrq<SessionDefaults>,
 }
 
+/// One past the highest queue pair number handed out.
+const QPN_END: u32 = limits::QPN_BASE + limits::MAX_QP;
+
+/// Queue pair numbers in use, and where the search for the next one starts.
+struct QpnPool {
+    ids: IdPool,
+    next: u32,
+}
+
 /// A device's packet I/O state.
 pub(crate) struct DeviceIo {
     /// Its share of its namespace's RoCEv2 receive sockets.
@@ -116,7 +125,10 @@ impl SroceDevice {
             pds: Budget::new(limits::MAX_PD),
             cqs: Budget::new(limits::MAX_CQ),
             qpns <- new_mutex!(
-                IdPool::with_capacity(limits::QPN_BASE as usize + limits::MAX_QP as usize, GFP_KERNEL)?,
+                QpnPool {
+                    ids: IdPool::with_capacity(QPN_END as usize, GFP_KERNEL)?,
+                    next: limits::QPN_BASE,
+                },
                 "sroce::qpns"
             ),
             srqs: Budget::new(limits::MAX_SRQ),
@@ -142,17 +154,28 @@ impl SroceDevice {
 
 impl SroceDevice {
     /// A free queue pair number (QPs 0 and 1 are the special management
-    /// QPs; numbers below `QPN_BASE` are never handed out).
+    /// QPs; numbers below `QPN_BASE` are never handed out). Numbers are
+    /// handed out in turn, not lowest first, so a new QP does not take the
+    /// number of one just destroyed: its peer may still be resending to
+    /// that number, and those packets would land in the new connection.
     pub(crate) fn alloc_qpn(&self) -> Result<u32> {
         let mut pool = self.qpns.lock();
-        let id = pool
-            .find_unused_id(limits::QPN_BASE as usize)
+        let QpnPool { ids, next } = &mut *pool;
+        let mut free_from = |start: u32| {
+            ids.find_unused_id(start as usize)
+                .map(|id| id.as_u32())
+                .filter(|&n| n < QPN_END)
+        };
+        let n = free_from(*next)
+            .or_else(|| free_from(limits::QPN_BASE))
             .ok_or(ENOMEM)?;
-        let n = id.as_u32();
-        if n >= limits::QPN_BASE + limits::MAX_QP {
-            return Err(ENOMEM);
-        }
-        id.acquire();
+        // `n` is free and the lock is held: the search finds `n` itself.
+        ids.find_unused_id(n as usize).ok_or(ENOMEM)?.acquire();
+        *next = if n + 1 < QPN_END {
+            n + 1
+        } else {
+            limits::QPN_BASE
+        };
         Ok(n)
     }
 
@@ -161,7 +184,7 @@ impl SroceDevice {
         if qpn < limits::QPN_BASE {
             return;
         }
-        self.qpns.lock().release_id(qpn as usize);
+        self.qpns.lock().ids.release_id(qpn as usize);
     }
 
     /// A free address handle number, bounded by `max_ah`.
