@@ -97,6 +97,16 @@ sessions_until() {
 		sleep 0.2
 	done
 }
+# sessions_count_until REGEX N WHAT: like sessions_until, until at least N
+# of sroce2's session lines match REGEX.
+sessions_count_until() {
+	local deadline=$((SECONDS + 30))
+	while LIST=$(in_h2 "$SROCE" session show sroce2) && (($(grep -cE -- "$1" <<<"$LIST") < $2)); do
+		kill -0 "$CLI" 2>/dev/null || stream_failed "$3"
+		((SECONDS < deadline)) || break
+		sleep 0.2
+	done
+}
 # end_stream WHAT: checks that the stream still runs, waits until it moved
 # data over w2 (at most 30 s; DW is the packets h2 sent there meanwhile)
 # and reported a whole interval after that with data moved, then stops
@@ -223,15 +233,15 @@ group round-robin off
 
 # The extra session's source port is held while the QP lives.
 start_write_bw
-sleep 1
+live="^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]"
+# Until both sessions carried packets (at most 30 s).
+sessions_count_until "$live" 2 "before the held-port check"
 ports=$(in_ns h2 ss -Huan | awk '{ n = split($4, a, ":"); p = a[n] } p >= 61000 && p <= 65535 { print p }' | sort -u)
 log "held UDP ports in h2's range: ${ports//$'\n'/ }"
 [[ -n $ports ]] || fail "no session port is held in 61000-65535"
 port=${ports%%$'\n'*}
-list=$(in_h2 "$SROCE" session show sroce2)
-log "sessions of sroce2:"$'\n'"$list"
-n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]" <<<"$list")
-assert_eq "$n" 2 "two live sessions carrying packets listed for the client QP"
+log "sessions of sroce2:"$'\n'"$LIST"
+assert_eq "$(grep -cE "$live" <<<"$LIST")" 2 "two live sessions carrying packets listed for the client QP"
 assert_fails_with "Address already in use" in_ns h2 python3 -c \
 	"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(('', $port))"
 
@@ -341,13 +351,13 @@ for d in sroce1 sroce2; do
 done
 v0=$(tx h2 v2) w0=$(tx h2 w2)
 start_stream ib_send_bw -c UD -s 1024
-sleep 1
-list=$(in_h2 "$SROCE" session show sroce2)
+sessions_count_until "$live" 2 "ib_send_bw -c UD over a two-session group"
+list=$LIST
 log "UD sessions of sroce2:"$'\n'"$list"
 end_stream "ib_send_bw -c UD over a two-session group"
 dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
 log "UD client's packets: v2 +$dv, w2 +$dw"
-n=$(grep -cE "^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up policy round-robin tx [1-9]" <<<"$list" || true)
+n=$(grep -cE "$live" <<<"$list" || true)
 ((n >= 2)) || fail "the UD QP's group does not list two sessions carrying datagrams"
 ((dv > 200 && dw > 200)) || fail "UD datagrams did not use both links (v2 +$dv, w2 +$dw)"
 run_pair h1 "ibv_ud_pingpong -d sroce1 -g $g1 -n 50 -s 1024 -c" \
@@ -365,8 +375,12 @@ grep -q '^idle qpn' "$TEST_TMP/idle.log" || fail "rc_idle did not connect: $(cat
 qpa=$(awk '/^idle qpn/ { print $3 }' "$TEST_TMP/idle.log")
 idle_sessions() { in_h1 "$SROCE" session show sroce1 | grep "^sroce1 qp $qpa "; }
 in_ns h2 ip link set w2 down
-sleep 1
-list=$(idle_sessions)
+# Until the link event marked the session down (at most 10 s).
+for _ in $(seq 50); do
+	list=$(idle_sessions)
+	grep -qE ' (down|probing) policy' <<<"$list" && break
+	sleep 0.2
+done
 log "idle QP $qpa with w2 down:"$'\n'"$list"
 assert_match "$list" " (down|probing) policy" "an idle QP's session is down while its link is down"
 in_ns h2 ip link set w2 up
