@@ -174,6 +174,16 @@ int main(int argc, char **argv)
 		left[i] = ibv_create_qp(pd, &init);
 	CHECK(left[0] && left[1] && left[2] && left[3], "create 4 more QPs and leave them");
 	CHECK(left[0] && left[1] && left[0]->qp_num != left[1]->qp_num, "QP numbers differ");
+	if (left[3]) {
+		/* A peer may still be resending to a destroyed QP's number. */
+		uint32_t gone = left[3]->qp_num;
+
+		CHECK(ibv_destroy_qp(left[3]) == 0, "destroy one of them");
+		left[3] = ibv_create_qp(pd, &init);
+		CHECK(left[3] && left[3]->qp_num != gone,
+		      "the next QP does not take the number just freed (%u, got %u)", gone,
+		      left[3] ? left[3]->qp_num : 0);
+	}
 	CHECK(ibv_close_device(ctx) == 0, "close the device with QPs, a CQ and a PD open");
 
 	printf("%s\n", failures ? "FAILED" : "all checks passed");
