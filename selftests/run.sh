@@ -91,6 +91,14 @@ done
 	summary_fail "setup: cannot build the sroce tool (cargo build -p sroce)"
 cp "${CARGO_TARGET_DIR:-$repo/target}/debug/sroce" "$bin/sroce" || summary_fail "setup: no sroce tool binary"
 
+# `make install` (the kernel's modules_install and depmod) into a staging
+# root: 10-load-unload loads sroce from there the way an installed module
+# is loaded. Only for the tree's own module, which is what make installs.
+if [[ $SROCE_KO == "$repo/sroce.ko" && -f $SROCE_KO ]]; then
+	make -s -C "$repo" KDIR="$KDIR" install INSTALL_MOD_PATH="$results/modroot" >/dev/null 2>&1 ||
+		summary_fail "setup: make install INSTALL_MOD_PATH=... failed"
+fi
+
 guest_script=$here/vm-main.sh
 ((demo)) && guest_script=$here/demo-vm.sh
 ((bench == 1)) && guest_script=$here/bench-vm.sh

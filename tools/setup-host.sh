@@ -27,7 +27,7 @@ $SUDO apt-get -q install -y --no-install-recommends \
 	libclang-19-dev clang-19 lld-19 llvm-19 \
 	rdma-core ibverbs-utils rdmacm-utils perftest ibverbs-providers \
 	libibverbs-dev librdmacm-dev \
-	busybox procps psmisc udev >/dev/null
+	busybox procps psmisc udev dkms >/dev/null
 
 # QEMU: the suite's newest build (bookworm-backports on Debian 12), which is
 # the one virtme-ng was checked with here. Installed through sroce's private

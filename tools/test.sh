@@ -41,6 +41,7 @@ step "cargo clippy (protocol core)" cargo clippy --workspace --all-targets -q --
 step "cargo fmt" cargo fmt --all --check
 step "rustfmt (kernel crate)" rustfmt --check --edition 2021 --config-path "$kdir/.rustfmt.toml" rust/sroce_main.rs
 step "module build with CLIPPY=1" bash -c 'touch rust/sroce_main.rs && make -s KDIR="$KDIR" CLIPPY=1 modules'
+step "DKMS build (dkms.conf)" bash tools/check-dkms.sh
 
 vm_log=$(mktemp)
 bash selftests/run.sh 2>&1 | tee "$vm_log"

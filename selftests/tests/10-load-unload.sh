@@ -1,6 +1,7 @@
 #!/bin/bash
 # Module load/unload: the link type appears and disappears with the module,
-# repeated loads work, and unloading removes devices still linked.
+# an installed module (make install) is loaded by `rdma link add`, repeated
+# loads work, and unloading removes devices still linked.
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
@@ -22,6 +23,33 @@ if module_loaded "$MOD_NAME"; then
 	del_all_links
 	unload_sroce
 fi
+
+# Installed by `make install` (run.sh stages it with the kernel's
+# modules_install and depmod): the core's request_module("rdma-link-sroce")
+# finds it through the alias depmod indexed. The kernel's modprobe helper
+# points at the staging root meanwhile.
+installed_autoload() {
+	local root=$SROCE_RESULTS/modroot helper=$SROCE_RESULTS/modprobe-staged old
+	if [[ ! -f $root/lib/modules/$(uname -r)/modules.alias ]]; then
+		note "no staged 'make install' (SROCE_KO is not the tree's module): autoload not tested"
+		return 0
+	fi
+	assert_match "$(cat "$root/lib/modules/$(uname -r)/modules.alias")" "alias rdma-link-sroce sroce" \
+		"depmod indexed the rdma link alias"
+	printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$root" >"$helper"
+	chmod +x "$helper"
+	old=$(cat /proc/sys/kernel/modprobe)
+	on_exit "echo $old >/proc/sys/kernel/modprobe"
+	echo "$helper" >/proc/sys/kernel/modprobe
+	add_link h1 "$DEV1" v1
+	echo "$old" >/proc/sys/kernel/modprobe
+	module_loaded "$MOD_NAME" || fail "rdma link add did not load the installed $MOD_NAME"
+	log "rdma link add loaded $(modinfo -F filename -b "$root" "$MOD_NAME")"
+	wait_port_active "$DEV1"
+	del_link "$DEV1"
+	unload_sroce
+}
+if [[ $LINK_TYPE == sroce ]]; then installed_autoload; fi
 
 for i in 1 2 3; do
 	load_sroce
