@@ -27,6 +27,16 @@ assert_match "$out" "ifindex $ifindex " "ifindex of v1 ($ifindex)"
 assert_match "$("$SROCE" dev show "$DEV1")" "^$defaults\$" "dev show $DEV1"
 assert_match "$(in_h1 "$SROCE" dev show "$DEV1")" "^$defaults\$" "dev show $DEV1 in h1"
 
+# -j: the same as one JSON array (what python's json module reads back).
+json=$("$SROCE" -j dev show "$DEV1")
+log "dev show -j: $json"
+fields=$(python3 -c 'import json, sys
+[d] = json.load(sys.stdin)
+print(d["dev"], d["ifindex"], d["group_size"], d["policy"], d["port_min"], d["port_max"], d["reorder_guard"])' <<<"$json") ||
+	fail "dev show -j is not one JSON object in an array: $json"
+assert_eq "$DEV1 $ifindex 1 hash 61000 65535 True" "$fields" "dev show -j"
+assert_eq "[]" "$("$SROCE" -j session show "$DEV1")" "session show -j with no sessions"
+
 # set: each setting, then all at once; show reflects it.
 assert_ok "$SROCE" dev set "$DEV1" group-size 4
 assert_match "$("$SROCE" dev show "$DEV1")" "group-size 4 policy hash ports 61000-65535 reorder-guard on\$" "group-size 4"

@@ -222,6 +222,16 @@ list=$(in_h2 "$SROCE" session show sroce2)
 log "sessions of sroce2 after qp set $qpn:"$'\n'"$list"
 log "client's packets after qp set: v2 +$dv, w2 +$dw"
 assert_eq "$(grep -c "^sroce2 qp $qpn session [01] .* round-robin" <<<"$list")" 2 "two sessions after qp set"
+# The same sessions as JSON (sroce -j), with their addresses and counters.
+json=$(in_h2 "$SROCE" -j session show sroce2)
+log "session show -j: $json"
+got=$(python3 -c 'import json, sys
+q = int(sys.argv[1])
+s = [x for x in json.load(sys.stdin) if x["qpn"] == q]
+print(len(s), sorted(x["session"] for x in s), {x["policy"] for x in s}, {(x["src"], x["dst"], x["dport"]) for x in s},
+      all(x["tx_packets"] > 0 and x["sport"] > 0 for x in s))' "$qpn" <<<"$json") ||
+	fail "session show -j is not a JSON array of sessions: $json"
+assert_eq "2 [0, 1] {'round-robin'} {('10.77.9.2', '10.77.9.1', 4791)} True" "$got" "session show -j"
 # The group in the RDMA core's resource dump (driver attributes).
 res=$(rdma -dd resource show qp link sroce2/1 lqpn "$qpn" 2>&1 || true)
 log "rdma -dd resource show qp lqpn $qpn: $res"

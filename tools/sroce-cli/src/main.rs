@@ -2,17 +2,19 @@
 //! module's generic netlink family `sroce`.
 //!
 //! ```text
-//! sroce dev show [DEV]
+//! sroce [-j] dev show [DEV]
 //! sroce dev set DEV [group-size N] [policy hash|round-robin|least-outstanding|failover]
 //!                   [ports MIN-MAX] [reorder-guard on|off]
-//! sroce session show [DEV]
+//! sroce [-j] session show [DEV]
 //! sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
 //! ```
 //!
 //! The settings are each device's session defaults for queue pairs that
 //! connect afterwards; the kernel validates them (the tool only parses
 //! syntax). `session show` lists every connected RC queue pair's sessions.
+//! `-j` (`--json`) prints what `show` lists as one JSON array.
 
+mod json;
 mod nl;
 mod session;
 mod sock;
@@ -21,12 +23,13 @@ use sock::{Error, Socket};
 use sroce_proto::roce::session::{ctl as abi, Policy};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: sroce dev show [DEV]
+const USAGE: &str = "usage: sroce [-j] dev show [DEV]
        sroce dev set DEV [group-size N] [policy POLICY] [ports MIN-MAX]
                          [reorder-guard on|off]
-       sroce session show [DEV]
+       sroce [-j] session show [DEV]
        sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
-POLICY := hash | round-robin | least-outstanding | failover";
+POLICY := hash | round-robin | least-outstanding | failover
+-j, --json: what show lists, as one JSON array";
 
 /// A device as `DEV_GET` reports it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -61,6 +64,28 @@ impl DevInfo {
             }
         }
         Ok(d)
+    }
+
+    fn policy_text(&self) -> String {
+        match self.policy {
+            Some(p) => abi::policy_name(p).to_owned(),
+            None => format!("unknown({})", self.policy_raw),
+        }
+    }
+
+    fn json(&self) -> String {
+        let o = json::Object::new()
+            .str("dev", &self.name)
+            .num("ifindex", self.ifindex.into())
+            .num("group_size", self.group_size.into())
+            .str("policy", &self.policy_text())
+            .num("port_min", self.port_min.into())
+            .num("port_max", self.port_max.into());
+        match self.reorder_guard {
+            Some(g) => o.bool("reorder_guard", g),
+            None => o,
+        }
+        .finish()
     }
 
     fn line(&self) -> String {
@@ -198,7 +223,19 @@ fn connect() -> Result<(Socket, u16), String> {
     }
 }
 
-fn dev_show(dev: Option<&str>) -> Result<(), String> {
+/// Prints what a `show` found: lines, or one JSON array.
+fn print_listing(items: Vec<(String, String)>, json: bool) {
+    if json {
+        let objects: Vec<String> = items.into_iter().map(|(_, j)| j).collect();
+        println!("{}", json::array(&objects));
+    } else {
+        for (line, _) in items {
+            println!("{line}");
+        }
+    }
+}
+
+fn dev_show(dev: Option<&str>, json: bool) -> Result<(), String> {
     let (mut sock, fam) = connect()?;
     let what = match dev {
         Some(d) => format!("dev show {d}"),
@@ -218,11 +255,13 @@ fn dev_show(dev: Option<&str>) -> Result<(), String> {
             },
         )
         .map_err(|e| describe(&what, &e))?;
+    let mut items = Vec::new();
     for r in replies {
         let d =
             DevInfo::parse(&r).map_err(|e| format!("{what}: bad reply from the kernel: {e}"))?;
-        println!("{}", d.line());
+        items.push((d.line(), d.json()));
     }
+    print_listing(items, json);
     Ok(())
 }
 
@@ -275,34 +314,40 @@ fn qp_set(s: &SetArgs, qpn: &str) -> Result<(), String> {
     .map_err(|e| describe(&format!("qp set {} {qpn}", s.dev), &e))
 }
 
-fn session_show(dev: Option<&str>) -> Result<(), String> {
+fn session_show(dev: Option<&str>, json: bool) -> Result<(), String> {
     let (mut sock, fam) = connect()?;
     let replies = sock
         .request(fam, abi::FAMILY_VERSION, abi::CMD_SESSION_GET, true, |_| {
             Ok(())
         })
         .map_err(|e| describe("session show", &e))?;
+    let mut items = Vec::new();
     for r in replies {
         let s = session::SessionInfo::parse(&r)
             .map_err(|e| format!("session show: bad reply from the kernel: {e}"))?;
         if dev.map_or(true, |d| d == s.dev) {
-            println!("{}", s.line());
+            items.push((s.line(), s.json()));
         }
     }
+    print_listing(items, json);
     Ok(())
 }
 
 fn run(args: &[&str]) -> Result<(), String> {
+    let (json, args) = match args {
+        ["-j" | "--json", rest @ ..] => (true, rest),
+        _ => (false, args),
+    };
     match args {
         ["qp", "set", dev, qpn, rest @ ..] => {
             let mut a = vec![*dev];
             a.extend_from_slice(rest);
             qp_set(&parse_set(&a)?, qpn)
         }
-        ["session", "show"] | ["session"] => session_show(None),
-        ["session", "show", dev] => session_show(Some(dev)),
-        ["dev", "show"] | ["dev"] => dev_show(None),
-        ["dev", "show", dev] => dev_show(Some(dev)),
+        ["session", "show"] | ["session"] => session_show(None, json),
+        ["session", "show", dev] => session_show(Some(dev), json),
+        ["dev", "show"] | ["dev"] => dev_show(None, json),
+        ["dev", "show", dev] => dev_show(Some(dev), json),
         ["dev", "set", rest @ ..] => dev_set(&parse_set(rest)?),
         ["help" | "-h" | "--help"] => {
             println!("{USAGE}");
@@ -391,6 +436,10 @@ mod tests {
         assert_eq!(
             d.line(),
             "sroce1: ifindex 7 group-size 4 policy least-outstanding ports 61000-65535"
+        );
+        assert_eq!(
+            d.json(),
+            r#"{"dev":"sroce1","ifindex":7,"group_size":4,"policy":"least-outstanding","port_min":61000,"port_max":65535}"#
         );
         let mut b = nl::MsgBuilder::new(30, 0, 1, abi::CMD_DEV_GET, 1);
         b.u16(abi::ATTR_GROUP_SIZE, 4);

@@ -1,6 +1,7 @@
 //! `sroce session show`: one line per session of every connected RC queue
 //! pair, from the kernel's `SESSION_GET` dump.
 
+use crate::json;
 use crate::nl;
 use sroce_proto::roce::session::ctl as abi;
 use std::net::{IpAddr, Ipv6Addr};
@@ -39,11 +40,19 @@ fn addr_of(a: &nl::Attr<'_>) -> Result<[u8; 16], nl::DecodeError> {
 }
 
 /// An IPv4-mapped address as IPv4, others as IPv6.
-fn show_addr(a: [u8; 16]) -> String {
+fn addr(a: [u8; 16]) -> IpAddr {
     let v6 = Ipv6Addr::from(a);
     match v6.to_ipv4_mapped() {
-        Some(v4) => IpAddr::V4(v4).to_string(),
-        None => format!("[{v6}]"),
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6),
+    }
+}
+
+/// An address as in `ADDR:PORT` (IPv6 in brackets).
+fn show_addr(a: [u8; 16]) -> String {
+    match addr(a) {
+        IpAddr::V6(v6) => format!("[{v6}]"),
+        v4 => v4.to_string(),
     }
 }
 
@@ -75,9 +84,34 @@ impl SessionInfo {
         Ok(s)
     }
 
+    fn policy_name(&self) -> &'static str {
+        abi::policy_from_u8(self.policy).map_or("unknown", abi::policy_name)
+    }
+
+    /// The object `session show -j` prints.
+    pub fn json(&self) -> String {
+        json::Object::new()
+            .str("dev", &self.dev)
+            .num("qpn", self.qpn.into())
+            .num("session", self.id.into())
+            .str("src", &addr(self.src).to_string())
+            .num("sport", self.sport.into())
+            .str("dst", &addr(self.dst).to_string())
+            .num("dport", 4791)
+            .str("state", abi::state_name(self.state))
+            .str("policy", self.policy_name())
+            .num("tx_packets", self.tx_packets)
+            .num("tx_bytes", self.tx_bytes)
+            .num("acked", self.acked)
+            .num("retransmits", self.retransmits)
+            .num("timeouts", self.timeouts)
+            .num("srtt_us", self.srtt_us.into())
+            .finish()
+    }
+
     /// The line `session show` prints.
     pub fn line(&self) -> String {
-        let policy = abi::policy_from_u8(self.policy).map_or("unknown", abi::policy_name);
+        let policy = self.policy_name();
         format!(
             "{} qp {} session {} {}:{} -> {}:4791 {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us",
             self.dev,
@@ -128,6 +162,10 @@ mod tests {
             s.line(),
             "sroce1 qp 17 session 1 10.77.9.1:61234 -> [::1]:4791 up policy round-robin \
              tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us"
+        );
+        assert_eq!(
+            s.json(),
+            r#"{"dev":"sroce1","qpn":17,"session":1,"src":"10.77.9.1","sport":61234,"dst":"::1","dport":4791,"state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120}"#
         );
     }
 }
