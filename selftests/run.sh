@@ -95,8 +95,8 @@ cp "${CARGO_TARGET_DIR:-$repo/target}/debug/sroce" "$bin/sroce" || summary_fail 
 # root: 10-load-unload loads sroce from there the way an installed module
 # is loaded. Only for the tree's own module, which is what make installs.
 if [[ $SROCE_KO == "$repo/sroce.ko" && -f $SROCE_KO ]]; then
-	make -s -C "$repo" KDIR="$KDIR" install INSTALL_MOD_PATH="$results/modroot" >/dev/null 2>&1 ||
-		summary_fail "setup: make install INSTALL_MOD_PATH=... failed"
+	make -s -C "$repo" KDIR="$KDIR" install INSTALL_MOD_PATH="$results/modroot" >"$tmp/install.log" 2>&1 ||
+		summary_fail "setup: make install INSTALL_MOD_PATH=... failed: $(tail -n 3 "$tmp/install.log" | tr '\n' ' ')"
 fi
 
 guest_script=$here/vm-main.sh
