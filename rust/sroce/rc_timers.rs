@@ -11,7 +11,11 @@
 //! costs no timer operation, which matters at one ACK per few packets.
 
 use super::rc::QpShared;
-use crate::roce::{completer::Action, requester::SendQueue, timer};
+use crate::roce::{
+    completer::Action,
+    requester::{SendQueueWith, SlotStore},
+    timer,
+};
 use kernel::{
     sync::Arc,
     time::{
@@ -78,7 +82,7 @@ impl RcTimers {
     /// Takes the deadlines that are due at `now`: ends a due RNR wait in
     /// the send queue, and returns whether the transport timer expired
     /// (the caller goes back, see [`super::rc`]).
-    pub(crate) fn expire<const N: usize>(&mut self, now: Now, sq: &mut SendQueue<N>) -> bool {
+    pub(crate) fn expire<S: SlotStore>(&mut self, now: Now, sq: &mut SendQueueWith<S>) -> bool {
         if self.rnr_at.is_some_and(|t| not_after(t, now)) {
             self.rnr_at = None;
             let _ = sq.on_rnr_timer();
@@ -113,10 +117,10 @@ impl RcTimers {
     /// After the work item's pass at `now`: starts or stops the deadlines
     /// as the send queue's state asks (and the session poll if `poll`),
     /// and makes sure the wake-up timer fires no later than the earliest.
-    pub(crate) fn update<const N: usize>(
+    pub(crate) fn update<S: SlotStore>(
         &mut self,
         now: Now,
-        sq: &SendQueue<N>,
+        sq: &SendQueueWith<S>,
         poll: bool,
         shared: &Arc<QpShared>,
     ) {

@@ -53,7 +53,7 @@ use crate::roce::{
     opcode::Transport,
     packet::Headers,
     psn::Psn,
-    requester::{RequesterConfig, SendQueue},
+    requester::{RequesterConfig, SendQueueWith, Slot},
     responder::{ReadAtomicResource, ResponderConfig, ResponderWith},
     segment::Mtu,
     session::GroupConfig,
@@ -78,21 +78,40 @@ const SQ_DEPTH: usize = 32;
 /// (`max_qp_rd_atom`), since initiators size their depth from it.
 const RD_ATOM: usize = super::limits::MAX_QP_RD_ATOM as usize;
 
-/// A responder's READ/atomic resources, on the heap (128 of them are 4 KiB:
-/// not for a kernel stack).
-pub(crate) struct ResourceSlots(KVVec<Option<ReadAtomicResource>>);
+/// An engine's slots on the heap: a responder's READ/atomic resources (128
+/// of them are 4 KiB) and the requester's work requests are not for a
+/// kernel stack, where building the engines by value would put them.
+pub(crate) struct HeapSlots<T>(KVVec<Option<T>>);
 
-impl AsRef<[Option<ReadAtomicResource>]> for ResourceSlots {
-    fn as_ref(&self) -> &[Option<ReadAtomicResource>] {
+/// No slots (what an engine's storage is while it is being restarted).
+impl<T> Default for HeapSlots<T> {
+    fn default() -> Self {
+        Self(KVVec::new())
+    }
+}
+
+impl<T: Clone> HeapSlots<T> {
+    /// `n` empty slots.
+    fn new(n: usize) -> Result<Self> {
+        Ok(Self(KVVec::from_elem(None, n, GFP_KERNEL)?))
+    }
+}
+
+impl<T> AsRef<[Option<T>]> for HeapSlots<T> {
+    fn as_ref(&self) -> &[Option<T>] {
         &self.0
     }
 }
 
-impl AsMut<[Option<ReadAtomicResource>]> for ResourceSlots {
-    fn as_mut(&mut self) -> &mut [Option<ReadAtomicResource>] {
+impl<T> AsMut<[Option<T>]> for HeapSlots<T> {
+    fn as_mut(&mut self) -> &mut [Option<T>] {
         &mut self.0
     }
 }
+
+/// The requester engine over heap slots.
+pub(crate) type Requester = SendQueueWith<HeapSlots<Slot>>;
+
 /// Received packets queued for the work item at most; more are dropped
 /// (and counted), as a NIC's full receive FIFO would.
 const RX_QUEUE_LEN: usize = 512;
@@ -348,8 +367,8 @@ pub(crate) struct RcState {
     /// RC, or UC: the same engines without acknowledgements (see
     /// `roce::responder` and `roce::requester`), on one session.
     transport: Transport,
-    sq: SendQueue<SQ_DEPTH>,
-    resp: ResponderWith<ResourceSlots>,
+    sq: Requester,
+    resp: ResponderWith<HeapSlots<ReadAtomicResource>>,
     flow: io::Flow,
     dest_qpn: u32,
     /// Send WQEs taken from the ring, by tag modulo `SQ_DEPTH`.
@@ -364,8 +383,9 @@ pub(crate) struct RcState {
     /// the requester saw it (malformed, or refused by the requester): it
     /// completes with this status when the QP enters the error state.
     unposted_error: Option<WcStatus>,
-    /// The receive WQE of the SEND being received.
-    recv: Option<RecvWqe>,
+    /// The receive WQE of the SEND being received (boxed: a WQE's
+    /// scatter list is half a KiB, and the state is built on the stack).
+    recv: KBox<Option<RecvWqe>>,
     /// Staging for one packet's payload.
     scratch: KVec<u8>,
     /// The transport and RNR timers.
@@ -428,17 +448,19 @@ impl RcState {
         rcfg.acknowledged = acknowledged;
         rcfg.max_dest_rd_atomic = a.max_dest_rd_atomic.min(RD_ATOM as u8);
         rcfg.min_rnr_timer = a.min_rnr_timer;
-        let slots = ResourceSlots(KVVec::from_elem(None, RD_ATOM, GFP_KERNEL)?);
+        let resources = HeapSlots::new(RD_ATOM)?;
+        let requests = HeapSlots::new(SQ_DEPTH)?;
         let mut scratch = KVec::with_capacity(MAX_PAYLOAD, GFP_KERNEL)?;
         scratch.resize(MAX_PAYLOAD, 0, GFP_KERNEL)?;
         Ok(KBox::new(
             Self {
                 transport,
-                sq: SendQueue::new(
+                sq: SendQueueWith::with_storage(
+                    requests,
                     Self::requester_config(a, mtu, transport),
                     Psn::new(a.sq_psn),
                 ),
-                resp: ResponderWith::with_storage(slots, rcfg, Psn::new(a.rq_psn)),
+                resp: ResponderWith::with_storage(resources, rcfg, Psn::new(a.rq_psn)),
                 flow,
                 dest_qpn: a.dest_qpn,
                 wqes: KVVec::from_elem(None, SQ_DEPTH, GFP_KERNEL)?,
@@ -446,7 +468,7 @@ impl RcState {
                 taken: 0,
                 local_error: None,
                 unposted_error: None,
-                recv: None,
+                recv: KBox::new(None, GFP_KERNEL)?,
                 scratch,
                 timers: RcTimers::new(a.timeout),
                 sessions,
@@ -516,7 +538,7 @@ impl RcState {
     /// The QP enters RTS: the requester starts at `sq_psn`.
     pub(crate) fn ready_to_send(&mut self, a: &crate::rdma::qp::QpAttrs) {
         let mtu = self.sq.config().mtu;
-        self.sq = SendQueue::new(
+        self.sq.restart(
             Self::requester_config(a, mtu, self.transport),
             Psn::new(a.sq_psn),
         );

@@ -6,7 +6,7 @@
 
 use super::{
     payload::{gather, send_packet},
-    RcState, SQ_DEPTH,
+    RcState, Requester, SQ_DEPTH,
 };
 use crate::net::route::RouteCache;
 use crate::rdma::{
@@ -24,7 +24,7 @@ use crate::roce::{
     immdt::ImmDt,
     opcode::{ExtHeader, Opcode, Operation, Transport},
     packet::Headers,
-    requester::{RequestPacket, SendQueue},
+    requester::RequestPacket,
     reth::Reth,
     segment::WqeOp,
     session::{health::probe_psn, SessionId},
@@ -45,7 +45,7 @@ pub(super) fn go_back(
     rc: &mut RcState,
     why: GoBack,
     now: Now,
-    step: impl FnOnce(&mut SendQueue<SQ_DEPTH>) -> Action,
+    step: impl FnOnce(&mut Requester) -> Action,
 ) -> Action {
     let now_us = rc.now_us(now);
     let multi = rc.sessions.is_multi();

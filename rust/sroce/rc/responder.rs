@@ -277,7 +277,7 @@ pub(super) fn load_recv(rq: Option<&UserProducerQueue>, rc: &mut RcState) -> boo
     };
     let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
     let max_sge = inner_max_recv_sge(rq.elem_size());
-    rc.recv = rq
+    *rc.recv = rq
         .copy_pending(0, &mut buf)
         .and_then(|n| RecvWqe::parse(&buf[..n], max_sge))
         .ok();
@@ -312,7 +312,7 @@ pub(super) fn take_from_srq(
     srq: &Srq<SroceDevice>,
     rc: &mut RcState,
 ) -> bool {
-    rc.recv = crate::sroce::srq::take_usable(qp, srq);
+    *rc.recv = crate::sroce::srq::take_usable(qp, srq);
     rc.recv.is_some()
 }
 

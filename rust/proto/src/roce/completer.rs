@@ -29,7 +29,7 @@ use super::error::Error;
 use super::opcode::{Operation, Position, Transport};
 use super::packet::Headers;
 use super::psn::Psn;
-use super::requester::SendQueue;
+use super::requester::{SendQueueWith, SlotStore};
 use super::timer::{rnr_timer_usec, RNR_RETRY_INFINITE};
 use super::wc::WcStatus;
 
@@ -154,7 +154,7 @@ pub(super) enum Acked {
     ImplicitNak,
 }
 
-impl<const N: usize> SendQueue<N> {
+impl<S: SlotStore> SendQueueWith<S> {
     /// Processes one response. See [`Action`].
     pub fn on_response(&mut self, r: &Response) -> Action {
         if self.error || !self.in_window(r.psn) {
@@ -516,7 +516,7 @@ impl<const N: usize> SendQueue<N> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::requester::{RequestPacket, RequesterConfig, SendWqe};
+    use super::super::requester::{RequestPacket, RequesterConfig, SendQueue, SendWqe};
     use super::super::segment::{Mtu, WqeOp};
     use super::*;
     use std::vec::Vec;

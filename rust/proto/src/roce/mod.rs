@@ -66,7 +66,9 @@ pub use immdt::ImmDt;
 pub use opcode::{ExtHeader, ExtHeaders, Opcode, OpcodeInfo, Operation, Position, Transport};
 pub use packet::{Headers, Packet};
 pub use psn::Psn;
-pub use requester::{Completion, RequestPacket, RequesterConfig, SendQueue, SendWqe};
+pub use requester::{
+    Completion, RequestPacket, RequesterConfig, SendQueue, SendQueueWith, SendWqe, Slot, SlotStore,
+};
 pub use responder::{
     Decision, Outcome, ReadReply, ReadResponsePacket, Reply, Request, Responder, ResponderConfig,
     Work, WorkKind,

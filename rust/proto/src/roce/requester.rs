@@ -123,9 +123,10 @@ pub struct Completion {
     pub byte_len: u32,
 }
 
-/// One posted work request and its transport state.
+/// One posted work request and its transport state: an element of a send
+/// queue's storage (see [`SlotStore`]), opaque outside the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct Slot {
+pub struct Slot {
     pub(super) wqe: SendWqe,
     pub(super) plan: MessagePlan,
     /// First PSN, valid once `started`.
@@ -142,12 +143,24 @@ impl Slot {
     }
 }
 
+/// Where a send queue keeps its work requests: a fixed array in tests and
+/// on the host ([`SendQueue`]), or a heap buffer in a kernel, where a
+/// deep queue should not be built on the stack. Its length is the queue's
+/// capacity; every slot must be `None` when the queue is made.
+pub trait SlotStore: AsRef<[Option<Slot>]> + AsMut<[Option<Slot>]> {}
+
+impl<T> SlotStore for T where T: AsRef<[Option<Slot>]> + AsMut<[Option<Slot>]> {}
+
 /// The requester side of an RC QP with room for `N` work requests that
-/// are posted but not yet popped as completions.
+/// are posted but not yet popped as completions, kept in an array.
+pub type SendQueue<const N: usize> = SendQueueWith<[Option<Slot>; N]>;
+
+/// The requester side of an RC QP, its work requests (posted but not yet
+/// popped as completions) kept in `S`, as many as it has slots.
 #[derive(Clone, Debug)]
-pub struct SendQueue<const N: usize> {
+pub struct SendQueueWith<S> {
     pub(super) cfg: RequesterConfig,
-    pub(super) slots: [Option<Slot>; N],
+    pub(super) slots: S,
     /// Ring index of the oldest slot.
     pub(super) head: usize,
     /// Slots in use.
@@ -186,6 +199,15 @@ impl<const N: usize> SendQueue<N> {
     /// An empty send queue whose first packet will carry `initial_psn`
     /// (the QP's `sq_psn`).
     pub const fn new(cfg: RequesterConfig, initial_psn: Psn) -> Self {
+        SendQueueWith::with_storage([None; N], cfg, initial_psn)
+    }
+}
+
+impl<S: SlotStore> SendQueueWith<S> {
+    /// An empty send queue whose first packet will carry `initial_psn`
+    /// (the QP's `sq_psn`), holding as many work requests as `storage` has
+    /// slots (which must all be `None`).
+    pub const fn with_storage(storage: S, cfg: RequesterConfig, initial_psn: Psn) -> Self {
         let mut cfg = cfg;
         if cfg.max_unacked_psns == 0 {
             cfg.max_unacked_psns = 1;
@@ -194,9 +216,9 @@ impl<const N: usize> SendQueue<N> {
         }
         cfg.retry_cnt &= 7;
         cfg.rnr_retry &= 7;
-        SendQueue {
+        SendQueueWith {
             cfg,
-            slots: [None; N],
+            slots: storage,
             head: 0,
             len: 0,
             done: 0,
@@ -220,6 +242,22 @@ impl<const N: usize> SendQueue<N> {
         &self.cfg
     }
 
+    /// Empties the queue in place and starts it again as
+    /// [`SendQueueWith::with_storage`] would, keeping the storage.
+    pub fn restart(&mut self, cfg: RequesterConfig, initial_psn: Psn)
+    where
+        S: Default,
+    {
+        let mut slots = core::mem::take(&mut self.slots);
+        slots.as_mut().fill(None);
+        *self = Self::with_storage(slots, cfg, initial_psn);
+    }
+
+    /// How many work requests the queue holds at most.
+    pub fn capacity(&self) -> usize {
+        self.slots.as_ref().len()
+    }
+
     /// Posts a work request. Fails with [`Error::QueueFull`] when `N`
     /// requests are already held, [`Error::BadMessageLength`] (see
     /// [`MessagePlan::new`]), or [`Error::InvalidForTransport`] for an
@@ -227,7 +265,7 @@ impl<const N: usize> SendQueue<N> {
     /// posted in the error state is accepted and completes with
     /// [`WcStatus::WrFlushErr`].
     pub fn post(&mut self, wqe: SendWqe) -> Result<(), Error> {
-        if self.len >= N {
+        if self.len >= self.capacity() {
             return Err(Error::QueueFull);
         }
         if !self.cfg.acknowledged && !wqe.op.is_unacknowledged_ok() {
@@ -235,7 +273,7 @@ impl<const N: usize> SendQueue<N> {
         }
         let plan = MessagePlan::new(wqe.op, wqe.len, self.cfg.mtu)?;
         let i = self.ring(self.len);
-        let slot = self.slots.get_mut(i).ok_or(Error::QueueFull)?;
+        let slot = self.slots.as_mut().get_mut(i).ok_or(Error::QueueFull)?;
         *slot = Some(Slot {
             wqe,
             plan,
@@ -258,8 +296,8 @@ impl<const N: usize> SendQueue<N> {
     }
 
     /// Whether another work request can be posted.
-    pub const fn has_room(&self) -> bool {
-        self.len < N
+    pub fn has_room(&self) -> bool {
+        self.len < self.capacity()
     }
 
     /// The oldest unacknowledged PSN.
@@ -308,7 +346,7 @@ impl<const N: usize> SendQueue<N> {
                 return None;
             }
             let idx = self.ring(self.cursor);
-            let slot = (*self.slots.get(idx)?)?;
+            let slot = (*self.slots.as_ref().get(idx)?)?;
             // Finished, or a local operation already performed (never
             // again, not even when going back to resend).
             if slot.status.is_some() || (slot.wqe.op.is_local() && slot.started) {
@@ -370,7 +408,7 @@ impl<const N: usize> SendQueue<N> {
             return None;
         }
         let idx = self.ring(self.cursor);
-        let mut slot = (*self.slots.get(idx)?)?;
+        let mut slot = (*self.slots.as_ref().get(idx)?)?;
         if !slot.wqe.op.is_local() || slot.started || slot.status.is_some() {
             return None;
         }
@@ -379,7 +417,7 @@ impl<const N: usize> SendQueue<N> {
         }
         slot.started = true;
         slot.first_psn = self.next_psn;
-        *self.slots.get_mut(idx)? = Some(slot);
+        *self.slots.as_mut().get_mut(idx)? = Some(slot);
         self.advance_cursor();
         self.settle_locals();
         Some(slot.wqe.tag)
@@ -404,13 +442,13 @@ impl<const N: usize> SendQueue<N> {
             return None;
         }
         let head = self.head;
-        let slot = (*self.slots.get(head)?)?;
+        let slot = (*self.slots.as_ref().get(head)?)?;
         let status = match slot.status {
             Some(s) => s,
             None if self.error => WcStatus::WrFlushErr,
             None => return None,
         };
-        if let Some(s) = self.slots.get_mut(head) {
+        if let Some(s) = self.slots.as_mut().get_mut(head) {
             *s = None;
         }
         if slot.started && slot.status.is_none() && slot.wqe.op.is_read_or_atomic() {
@@ -451,7 +489,7 @@ impl<const N: usize> SendQueue<N> {
         if op.is_read_or_atomic() {
             self.rd_atomic = self.rd_atomic.saturating_add(1);
         }
-        *self.slots.get_mut(idx)? = Some(slot);
+        *self.slots.as_mut().get_mut(idx)? = Some(slot);
         Some(slot)
     }
 
@@ -473,7 +511,10 @@ impl<const N: usize> SendQueue<N> {
 
     /// Ring index of the slot `k` places after the head.
     pub(super) fn ring(&self, k: usize) -> usize {
-        self.head.wrapping_add(k).checked_rem(N).unwrap_or(0)
+        self.head
+            .wrapping_add(k)
+            .checked_rem(self.capacity())
+            .unwrap_or(0)
     }
 
     /// The slot `k` places after the head.
@@ -481,7 +522,7 @@ impl<const N: usize> SendQueue<N> {
         if k >= self.len {
             return None;
         }
-        *self.slots.get(self.ring(k))?
+        *self.slots.as_ref().get(self.ring(k))?
     }
 
     /// Mutable access to the slot `k` places after the head.
@@ -490,14 +531,14 @@ impl<const N: usize> SendQueue<N> {
             return None;
         }
         let i = self.ring(k);
-        self.slots.get_mut(i)?.as_mut()
+        self.slots.as_mut().get_mut(i)?.as_mut()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::vec::Vec;
+    use std::{vec, vec::Vec};
 
     fn wqe(tag: u32, op: WqeOp, len: u32) -> SendWqe {
         SendWqe {
@@ -508,7 +549,7 @@ mod tests {
         }
     }
 
-    fn drain<const N: usize>(sq: &mut SendQueue<N>) -> Vec<RequestPacket> {
+    fn drain<S: SlotStore>(sq: &mut SendQueueWith<S>) -> Vec<RequestPacket> {
         core::iter::from_fn(|| sq.next_packet()).collect()
     }
 
@@ -570,6 +611,30 @@ mod tests {
             SendQueue::<2>::new(cfg, Psn::ZERO).post(wqe(3, WqeOp::CompareSwap, 7)),
             Err(Error::BadMessageLength)
         );
+    }
+
+    #[test]
+    fn heap_storage_sets_capacity_and_restart_empties_in_place() {
+        let cfg = RequesterConfig::new(Mtu::Mtu256);
+        let mut sq = SendQueueWith::with_storage(vec![None; 3], cfg, Psn::new(10));
+        assert_eq!(sq.capacity(), 3);
+        for tag in 0..3 {
+            sq.post(wqe(tag, WqeOp::Send, 1)).unwrap();
+        }
+        assert_eq!(sq.post(wqe(3, WqeOp::Send, 1)), Err(Error::QueueFull));
+        let p = drain(&mut sq);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[2].psn, Psn::new(12));
+        sq.restart(cfg, Psn::new(100));
+        assert!(sq.is_empty() && sq.has_room() && !sq.has_unacked());
+        assert_eq!(
+            (sq.capacity(), sq.next_psn(), sq.una()),
+            (3, Psn::new(100), Psn::new(100))
+        );
+        assert!(sq.pop_completion().is_none());
+        sq.post(wqe(7, WqeOp::Send, 1)).unwrap();
+        let p = drain(&mut sq);
+        assert_eq!((p.len(), p[0].tag, p[0].psn), (1, 7, Psn::new(100)));
     }
 
     #[test]
