@@ -49,7 +49,7 @@ impl LinkType for SroceDriver {
             }
         })?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let opcodes = Arc::new(OpcodeCounts::new(), GFP_KERNEL)?;
+        let opcodes = OpcodeCounts::new_arc()?;
         let debug = debugfs::device_dir(
             &self.debugfs,
             name,

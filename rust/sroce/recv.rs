@@ -8,24 +8,34 @@ use super::io::{counters::Counter, RxPacket};
 use super::rc::Queued;
 use crate::rdma::device::Device;
 use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{prelude::*, sync::Arc};
+use pin_init::init_array_from_fn;
 
 /// Received packets per BTH opcode.
-pub(crate) struct OpcodeCounts([AtomicU64; 256]);
+pub(crate) struct OpcodeCounts {
+    counts: [AtomicU64; 256],
+}
 
 impl OpcodeCounts {
-    /// All zero.
-    pub(crate) const fn new() -> Self {
-        Self([const { AtomicU64::new(0) }; 256])
+    /// All zero, in a new `Arc`, initialised in place: 2 KiB of counters
+    /// do not belong on a kernel stack.
+    pub(crate) fn new_arc() -> Result<Arc<Self>> {
+        Arc::init(
+            init!(Self {
+                counts <- init_array_from_fn(|_| AtomicU64::new(0)),
+            }),
+            GFP_KERNEL,
+        )
     }
 
     fn inc(&self, opcode: u8) {
-        self.0[usize::from(opcode)].fetch_add(1, Ordering::Relaxed);
+        self.counts[usize::from(opcode)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// `(opcode, count)` for every opcode seen at least once.
     pub(crate) fn nonzero(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
         (0..=u8::MAX)
-            .map(|op| (op, self.0[usize::from(op)].load(Ordering::Relaxed)))
+            .map(|op| (op, self.counts[usize::from(op)].load(Ordering::Relaxed)))
             .filter(|&(_, n)| n != 0)
     }
 }
