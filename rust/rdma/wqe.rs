@@ -42,6 +42,16 @@ pub(crate) struct SgeList {
 }
 
 impl SgeList {
+    /// No entries.
+    pub(crate) const EMPTY: Self = Self {
+        entries: [Sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        }; MAX_SGE],
+        len: 0,
+    };
+
     /// The entries.
     pub(crate) fn as_slice(&self) -> &[Sge] {
         self.entries.get(..self.len).unwrap_or(&[])
@@ -228,15 +238,15 @@ fn read_at<T: Copy>(buf: &[u8], offset: usize) -> Result<T> {
 }
 
 /// Parses `num` scatter/gather entries starting at `offset`, at most `max`.
-fn parse_sges(buf: &[u8], offset: usize, num: u32, max: usize) -> Result<SgeList> {
+///
+/// Fills `list` in place (a list is half a KiB: parsing into a value and
+/// moving it would put several on the stack); on error it is left empty.
+fn parse_sges(buf: &[u8], offset: usize, num: u32, max: usize, list: &mut SgeList) -> Result {
+    list.len = 0;
     let num = num as usize;
     if num > max.min(MAX_SGE) {
         return Err(EINVAL);
     }
-    let mut list = SgeList {
-        entries: [Sge::default(); MAX_SGE],
-        len: num,
-    };
     for (i, e) in list.entries.iter_mut().take(num).enumerate() {
         let raw: bindings::rxe_sge = read_at(buf, offset + i * SGE_SIZE)?;
         *e = Sge {
@@ -245,7 +255,8 @@ fn parse_sges(buf: &[u8], offset: usize, num: u32, max: usize) -> Result<SgeList
             lkey: raw.lkey,
         };
     }
-    Ok(list)
+    list.len = num;
+    Ok(())
 }
 
 const SEND_DMA: usize = offset_of!(bindings::rxe_send_wqe, dma);
@@ -266,9 +277,17 @@ impl SendWqe {
         Ok((wr.wr_id, opcode))
     }
 
-    /// Parses a kernel copy of a send queue slot. `max_sge` and
-    /// `max_inline` are the QP's granted limits.
-    pub(crate) fn parse(buf: &[u8], max_sge: usize, max_inline: usize) -> Result<Self> {
+    /// Parses a kernel copy of a send queue slot into `dst`, in place (a
+    /// WQE is 650 bytes: it is written where it is kept, not moved there);
+    /// `dst` is `None` on error. `max_sge` and `max_inline` are the QP's
+    /// granted limits.
+    pub(crate) fn parse_into(
+        buf: &[u8],
+        max_sge: usize,
+        max_inline: usize,
+        dst: &mut Option<Self>,
+    ) -> Result {
+        *dst = None;
         let wr: bindings::rxe_send_wr = read_at(buf, 0)?;
         let op = SendOp::from_raw(wr.opcode).ok_or(EINVAL)?;
         // Userspace uses the same flag values as the kernel (`IBV_SEND_*`).
@@ -279,30 +298,23 @@ impl SendWqe {
             solicited: f & (bindings::ib_send_flags_IB_SEND_SOLICITED as u32) != 0,
             inline: f & (bindings::ib_send_flags_IB_SEND_INLINE as u32) != 0,
         };
-        let mut length: u32 = read_at(buf, SEND_DMA + DMA_LENGTH)?;
+        let length: u32 = read_at(buf, SEND_DMA + DMA_LENGTH)?;
         let num_sge: u32 = read_at(buf, SEND_DMA + DMA_NUM_SGE)?;
         let data_at = SEND_DMA + DMA_DATA;
-        let data = if op == SendOp::AtomicWrite {
-            // Its operand: 8 bytes where inline data would be.
+        // Inline bytes (ATOMIC WRITE: its 8-byte operand, where inline data
+        // would be), or `None` for a scatter list.
+        let inline = if op == SendOp::AtomicWrite {
             if length != 8 {
                 return Err(EINVAL);
             }
-            let src = buf.get(data_at..data_at + 8).ok_or(EINVAL)?;
-            let mut bytes = [0u8; 256];
-            bytes[..8].copy_from_slice(src);
-            SendData::Inline { bytes, len: 8 }
+            Some(buf.get(data_at..data_at + 8).ok_or(EINVAL)?)
         } else if flags.inline {
             let len = length as usize;
             if len > max_inline || len > 256 {
                 return Err(EINVAL);
             }
-            let src = buf.get(data_at..data_at + len).ok_or(EINVAL)?;
-            let mut bytes = [0u8; 256];
-            bytes[..len].copy_from_slice(src);
-            SendData::Inline { bytes, len }
+            Some(buf.get(data_at..data_at + len).ok_or(EINVAL)?)
         } else {
-            let sges = parse_sges(buf, data_at, num_sge, max_sge)?;
-            let total = sges.total_len().ok_or(EINVAL)?;
             // The message is what its SGEs describe. rdma-core 44's rxe
             // library writes a wrong total for `ibv_wr_set_sge_list` (the
             // first SGE's length once per SGE); only a WQE without SGEs
@@ -310,8 +322,7 @@ impl SendWqe {
             if num_sge == 0 && length != 0 {
                 return Err(EINVAL);
             }
-            length = total;
-            SendData::Sges(sges)
+            None
         };
         // SAFETY: every union member is plain integers; the opcode says which
         // one is meaningful, and reading another is still defined.
@@ -354,17 +365,38 @@ impl SendWqe {
             ah_num: ud.ah_num,
             av: (ud.ah_num == 0).then(|| embedded_av(&ud.av)).flatten(),
         };
-        Ok(Self {
+        let w = dst.insert(Self {
             wr_id: wr.wr_id,
             op,
             flags,
             imm_or_inv,
             remote,
-            data,
+            data: SendData::Sges(SgeList::EMPTY),
             length,
             ud,
             fast_reg,
-        })
+        });
+        let parsed = match inline {
+            Some(src) => {
+                let mut bytes = [0u8; 256];
+                bytes[..src.len()].copy_from_slice(src);
+                w.data = SendData::Inline {
+                    bytes,
+                    len: src.len(),
+                };
+                Ok(())
+            }
+            None => match &mut w.data {
+                SendData::Sges(list) => parse_sges(buf, data_at, num_sge, max_sge, list)
+                    .and_then(|()| list.total_len().ok_or(EINVAL))
+                    .map(|total| w.length = total),
+                SendData::Inline { .. } => Err(EINVAL),
+            },
+        };
+        if parsed.is_err() {
+            *dst = None;
+        }
+        parsed
     }
 }
 
@@ -410,14 +442,23 @@ impl RecvWqe {
         read_at(buf, 0)
     }
 
-    /// Parses a kernel copy of a receive queue slot; `max_sge` is the
-    /// queue's granted limit.
-    pub(crate) fn parse(buf: &[u8], max_sge: usize) -> Result<Self> {
+    /// Parses a kernel copy of a receive queue slot into `dst`, in place
+    /// (see [`SendWqe::parse_into`]); `dst` is `None` on error. `max_sge`
+    /// is the queue's granted limit.
+    pub(crate) fn parse_into(buf: &[u8], max_sge: usize, dst: &mut Option<Self>) -> Result {
+        *dst = None;
         let wr_id: u64 = read_at(buf, 0)?;
         let num_sge: u32 = read_at(buf, RECV_DMA + DMA_NUM_SGE)?;
-        let sges = parse_sges(buf, RECV_DMA + DMA_DATA, num_sge, max_sge)?;
-        sges.total_len().ok_or(EINVAL)?;
-        Ok(Self { wr_id, sges })
+        let w = dst.insert(Self {
+            wr_id,
+            sges: SgeList::EMPTY,
+        });
+        let parsed = parse_sges(buf, RECV_DMA + DMA_DATA, num_sge, max_sge, &mut w.sges)
+            .and_then(|()| w.sges.total_len().ok_or(EINVAL).map(|_| ()));
+        if parsed.is_err() {
+            *dst = None;
+        }
+        parsed
     }
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod cq;
 pub(crate) mod ctl;
 pub(crate) mod debugfs;
 pub(crate) mod device;
+pub(crate) mod engine_store;
 pub(crate) mod events;
 pub(crate) mod guid;
 pub(crate) mod io;

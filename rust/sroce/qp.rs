@@ -72,6 +72,8 @@ pub(crate) struct QpInner {
     /// A connection that ended under the lock (the error state), dropped
     /// in process context: its session group's ports are sockets.
     pub(crate) retired: Option<KBox<RcState>>,
+    /// Where a UD (or GSI) QP's pass stages the WQE it works on.
+    pub(crate) ud_stage: Option<KBox<super::ud::WqeStage>>,
 }
 
 impl QpInner {
@@ -231,6 +233,10 @@ pub(crate) fn create(
     let sq_post = send.kernel_producer();
     let rq_post = recv.as_ref().and_then(UserProducerQueue::kernel_producer);
 
+    let ud_stage = match req.qp_type {
+        QpType::Ud | QpType::Gsi => Some(super::ud::WqeStage::new()?),
+        _ => None,
+    };
     let shared = QpShared::new()?;
     let qpn = if req.qp_type == QpType::Gsi {
         limits::GSI_QPN
@@ -270,6 +276,7 @@ pub(crate) fn create(
                     ud_sessions: UdSessions::default(),
                     routes: RouteCache::new(),
                     retired: None,
+                    ud_stage,
                 },
                 "sroce::qp"
             ),

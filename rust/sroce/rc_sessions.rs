@@ -18,7 +18,7 @@
 //!   a work request fails with `RETRY_EXC_ERR` only once every session
 //!   has spent its retries.
 
-use super::{device::SroceDevice, io};
+use super::{device::SroceDevice, engine_store::EngineStore, io};
 use crate::net::port_reservation::ReservedPort;
 use crate::rdma::device::{Device, PORT};
 use crate::roce::{
@@ -27,7 +27,7 @@ use crate::roce::{
     session::{
         group::{Group, GroupConfig, Policy, PollResult, Session, SessionSpec},
         health::probe_reply_matches,
-        ledger::Ledger,
+        ledger::{Entry as LedgerEntry, LedgerWith},
         port_range::PortRange,
         SessionId, MAX_SESSIONS,
     },
@@ -45,21 +45,8 @@ pub(crate) enum GoBack {
     Other,
 }
 
-/// The sessions of a group, on the heap (64 of them are 10 KiB: too much
-/// for a kernel stack).
-pub(crate) struct SessionSlots(KVVec<Session>);
-
-impl AsRef<[Session]> for SessionSlots {
-    fn as_ref(&self) -> &[Session] {
-        &self.0
-    }
-}
-
-impl AsMut<[Session]> for SessionSlots {
-    fn as_mut(&mut self) -> &mut [Session] {
-        &mut self.0
-    }
-}
+/// The sessions of a group, on the heap (64 of them are 10 KiB).
+pub(crate) type SessionSlots = EngineStore<Session>;
 
 /// An administrator's override of a queue pair's group (`QP_SET`); unset
 /// fields take the device's defaults.
@@ -104,7 +91,7 @@ pub(crate) struct QpSessions<const W: usize> {
     /// Holds the source ports of sessions 1.. for the QP's lifetime.
     _ports: KVec<ReservedPort>,
     /// The session each WQE in flight was last sent on.
-    ledger: Ledger<W>,
+    ledger: LedgerWith<EngineStore<LedgerEntry>>,
     /// What the group was built from, to rebuild it.
     origin: Origin,
     /// The distinct links (out net devices) the sessions leave through;
@@ -218,7 +205,8 @@ impl<const W: usize> QpSessions<W> {
         // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
         gcfg.health.retry_cnt = retry_cnt.min(6);
         let hash_key = spread_key(dev, qpn, &flows);
-        let slots = SessionSlots(KVVec::from_elem(Session::EMPTY, size, GFP_KERNEL)?);
+        let slots = EngineStore::filled(size, Session::EMPTY)?;
+        let ledger = LedgerWith::with_storage(EngineStore::filled(W, LedgerEntry::default())?);
         let group = Group::with_storage(slots, &gcfg, &specs, hash_key, rto_us, now_us)
             .map_err(|_| EINVAL)?;
         Ok(KVBox::new(
@@ -226,7 +214,7 @@ impl<const W: usize> QpSessions<W> {
                 group,
                 flows,
                 _ports: held,
-                ledger: Ledger::new(),
+                ledger,
                 origin,
                 links,
                 seen_epoch: super::events::link_epoch(),
@@ -277,7 +265,7 @@ impl<const W: usize> QpSessions<W> {
             self.group.set_reorder_guard(cfg.reorder_guard);
             return None;
         };
-        fresh.ledger = Ledger::rebuilt(&self.ledger);
+        fresh.ledger.take_over(&self.ledger);
         fresh.last_failover_us = self.last_failover_us;
         fresh.max_failover_us = self.max_failover_us;
         core::mem::swap(self, &mut *fresh);

@@ -38,15 +38,13 @@ pub(crate) struct SroceSrq {
     limits: WqeLimits,
 }
 
-/// A WQE taken from a shared receive queue.
-// Returned by value once per message and moved straight into the QP; boxing
-// would allocate in the receive path.
-#[allow(clippy::large_enum_variant)]
+/// What taking a WQE from a shared receive queue found.
 pub(crate) enum Taken {
     /// Nothing is posted.
     Empty,
-    /// The oldest posted WQE, now owned by the taking QP.
-    Wqe(RecvWqe),
+    /// The oldest posted WQE, now owned by the taking QP (in the place it
+    /// gave).
+    Wqe,
     /// The oldest posted WQE did not parse; it is retired and only its
     /// identifier is known.
     Malformed(u64),
@@ -58,19 +56,20 @@ pub(crate) fn capacity(srq: &Srq<SroceDevice>) -> u32 {
     srq.data().inner.lock().ring.capacity()
 }
 
-/// Takes the oldest posted WQE of `srq`: copied out and its slot handed
-/// back to the process at once, as a NIC does, so no other QP can take it.
+/// Takes the oldest posted WQE of `srq` into `dst`: copied out and its
+/// slot handed back to the process at once, as a NIC does, so no other QP
+/// can take it.
 /// Raises the limit event (once, then disarmed) when fewer WQEs than the
 /// armed limit are left.
-pub(crate) fn take(srq: &Srq<SroceDevice>) -> Taken {
+pub(crate) fn take(srq: &Srq<SroceDevice>, dst: &mut Option<RecvWqe>) -> Taken {
     let mut inner = srq.data().inner.lock();
     let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
     let Ok(n) = inner.ring.copy_oldest(&mut buf) else {
         return Taken::Empty;
     };
     let max_sge = (inner.attrs.max_sge as usize).min(MAX_SGE);
-    let taken = match RecvWqe::parse(&buf[..n], max_sge) {
-        Ok(w) => Taken::Wqe(w),
+    let taken = match RecvWqe::parse_into(&buf[..n], max_sge, dst) {
+        Ok(()) => Taken::Wqe,
         Err(_) => Taken::Malformed(RecvWqe::id(&buf[..n]).unwrap_or(0)),
     };
     inner.ring.retire();
@@ -91,11 +90,16 @@ pub(crate) fn take(srq: &Srq<SroceDevice>) -> Taken {
 /// receive CQ and the next is tried, at most a ring's worth: a process
 /// that keeps advancing the producer index over garbage gets "no receive"
 /// (an RNR NAK, or a dropped UD datagram), not a worker.
-pub(crate) fn take_usable(qp: &Qp<SroceDevice>, srq: &Srq<SroceDevice>) -> Option<RecvWqe> {
+pub(crate) fn take_usable(
+    qp: &Qp<SroceDevice>,
+    srq: &Srq<SroceDevice>,
+    dst: &mut Option<RecvWqe>,
+) -> bool {
+    *dst = None;
     for _ in 0..=capacity(srq) {
-        match take(srq) {
-            Taken::Empty => return None,
-            Taken::Wqe(w) => return Some(w),
+        match take(srq, dst) {
+            Taken::Empty => return false,
+            Taken::Wqe => return true,
             Taken::Malformed(wr_id) => {
                 let c = Completion {
                     status: WcStatus::LocQpOpErr,
@@ -105,7 +109,7 @@ pub(crate) fn take_usable(qp: &Qp<SroceDevice>, srq: &Srq<SroceDevice>) -> Optio
             }
         }
     }
-    None
+    false
 }
 
 pub(crate) fn create(

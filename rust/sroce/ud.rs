@@ -42,6 +42,36 @@ const QKEY_USE_QP: u32 = 0x8000_0000;
 /// The default partition key.
 const PKEY_DEFAULT: u16 = 0xffff;
 
+/// Bytes of a ring slot's copy: the larger WQE header and a full list.
+const WQE_COPY_LEN: usize = if SEND_WQE_HEADER > RECV_WQE_HEADER {
+    SEND_WQE_HEADER
+} else {
+    RECV_WQE_HEADER
+} + SGE_SIZE * MAX_SGE;
+
+/// Where a UD QP's pass copies a WQE out of its ring and parses it: on the
+/// heap, since a WQE and its copy are over a KiB together, too much for a
+/// frame of a pass that may run in the receive softirq.
+pub(crate) struct WqeStage {
+    copy: [u8; WQE_COPY_LEN],
+    send: Option<SendWqe>,
+    recv: Option<RecvWqe>,
+}
+
+impl WqeStage {
+    /// An empty stage, built in place. Process context.
+    pub(crate) fn new() -> Result<KBox<Self>> {
+        KBox::init(
+            init!(Self {
+                copy: [0; WQE_COPY_LEN],
+                send: None,
+                recv: None,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
 /// The work item's body for a UD QP: received packets, then new sends.
 pub(crate) fn run(qp: &Qp<SroceDevice>, inner: &mut QpInner, shared: &Arc<QpShared>) {
     let mut batch = shared.take_batch();
@@ -66,19 +96,34 @@ fn max_payload(dev: &Device<SroceDevice>) -> usize {
 /// process that keeps advancing the producer index cannot hold the QP's
 /// lock), completing each in order; true if more are pending now.
 fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
+    // Out of the QP's state while the WQE is used alongside it.
+    let Some(mut stage) = inner.ud_stage.take() else {
+        return false;
+    };
+    let more = send_staged(qp, inner, &mut stage);
+    inner.ud_stage = Some(stage);
+    more
+}
+
+fn send_staged(qp: &Qp<SroceDevice>, inner: &mut QpInner, stage: &mut WqeStage) -> bool {
     let caps = inner.attrs.caps;
-    let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
+    let WqeStage {
+        copy: buf,
+        send: wqe,
+        ..
+    } = stage;
     for _ in 0..inner.rings.send.pending() {
-        let parsed = inner.rings.send.copy_pending(0, &mut buf).and_then(|n| {
-            SendWqe::parse(
-                &buf[..n],
+        let parsed = inner.rings.send.copy_pending(0, buf).and_then(|n| {
+            SendWqe::parse_into(
+                buf.get(..n).ok_or(EINVAL)?,
                 caps.max_send_sge as usize,
                 caps.max_inline_data as usize,
+                wqe,
             )
         });
-        let (wr_id, signaled, length, status) = match parsed {
-            Ok(w) => {
-                let status = match send_one(qp, inner, &w) {
+        let (wr_id, signaled, length, status) = match (parsed, &*wqe) {
+            (Ok(()), Some(w)) => {
+                let status = match send_one(qp, inner, w) {
                     Ok(Sent::Yes) => WcStatus::Success,
                     // Its session group is built by the work item, which
                     // this pass schedules; the WQE stays in the ring.
@@ -87,8 +132,8 @@ fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
                 };
                 (w.wr_id, w.flags.signaled, w.length, status)
             }
-            Err(_) => {
-                let id = SendWqe::id_and_completion(&buf).map_or(0, |(id, _)| id);
+            _ => {
+                let id = SendWqe::id_and_completion(&buf[..]).map_or(0, |(id, _)| id);
                 (id, true, 0, WcStatus::LocQpOpErr)
             }
         };
@@ -222,6 +267,15 @@ fn send_one(
 /// Delivers one received packet to the next receive WQE, if it is a UD
 /// SEND for this QP with the right Q_Key.
 fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
+    // Out of the QP's state while the WQE is used alongside it.
+    let Some(mut stage) = inner.ud_stage.take() else {
+        return;
+    };
+    receive_staged(qp, inner, pkt, &mut stage);
+    inner.ud_stage = Some(stage);
+}
+
+fn receive_staged(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, stage: &mut WqeStage) {
     if !matches!(inner.attrs.state, QpState::Rtr | QpState::Rts) {
         return;
     }
@@ -252,25 +306,30 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
             counters.inc(Counter::RcvdDropNoRecv);
             return;
         }
-        let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
         let max_sge = inner_max_recv_sge(rq.elem_size());
+        let WqeStage {
+            copy: buf,
+            recv: wqe,
+            ..
+        } = &mut *stage;
         let parsed = rq
-            .copy_pending(0, &mut buf)
-            .and_then(|n| RecvWqe::parse(&buf[..n], max_sge));
-        let status = match parsed {
-            Ok(w) => place(qp, &w, pkt, header_len, payload_len),
-            Err(_) => WcStatus::LocQpOpErr,
+            .copy_pending(0, buf)
+            .and_then(|n| RecvWqe::parse_into(buf.get(..n).ok_or(EINVAL)?, max_sge, wqe));
+        let status = match (parsed, &*wqe) {
+            (Ok(()), Some(w)) => place(qp, w, pkt, header_len, payload_len),
+            _ => WcStatus::LocQpOpErr,
         };
         // The slot goes back before the completion is visible.
         rq.retire();
-        (RecvWqe::id(&buf).unwrap_or(0), status)
+        (RecvWqe::id(&buf[..]).unwrap_or(0), status)
     } else if let Some(srq) = qp.srq() {
         // Taken (copied out, its slot handed back) from the shared queue.
-        let Some(w) = super::srq::take_usable(qp, srq) else {
+        let wqe = &mut stage.recv;
+        let (true, Some(w)) = (super::srq::take_usable(qp, srq, wqe), &*wqe) else {
             counters.inc(Counter::RcvdDropNoRecv);
             return;
         };
-        (w.wr_id, place(qp, &w, pkt, header_len, payload_len))
+        (w.wr_id, place(qp, w, pkt, header_len, payload_len))
     } else {
         counters.inc(Counter::RcvdDropNoRecv);
         return;

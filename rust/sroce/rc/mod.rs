@@ -35,6 +35,7 @@ use responder::{on_request, send_read_responses};
 
 use super::{
     device::SroceDevice,
+    engine_store::EngineStore,
     io,
     io::{counters::Counter, RxPacket},
     qp::QpInner,
@@ -78,39 +79,8 @@ const SQ_DEPTH: usize = 32;
 /// (`max_qp_rd_atom`), since initiators size their depth from it.
 const RD_ATOM: usize = super::limits::MAX_QP_RD_ATOM as usize;
 
-/// An engine's slots on the heap: a responder's READ/atomic resources (128
-/// of them are 4 KiB) and the requester's work requests are not for a
-/// kernel stack, where building the engines by value would put them.
-pub(crate) struct HeapSlots<T>(KVVec<Option<T>>);
-
-/// No slots (what an engine's storage is while it is being restarted).
-impl<T> Default for HeapSlots<T> {
-    fn default() -> Self {
-        Self(KVVec::new())
-    }
-}
-
-impl<T: Clone> HeapSlots<T> {
-    /// `n` empty slots.
-    fn new(n: usize) -> Result<Self> {
-        Ok(Self(KVVec::from_elem(None, n, GFP_KERNEL)?))
-    }
-}
-
-impl<T> AsRef<[Option<T>]> for HeapSlots<T> {
-    fn as_ref(&self) -> &[Option<T>] {
-        &self.0
-    }
-}
-
-impl<T> AsMut<[Option<T>]> for HeapSlots<T> {
-    fn as_mut(&mut self) -> &mut [Option<T>] {
-        &mut self.0
-    }
-}
-
 /// The requester engine over heap slots.
-pub(crate) type Requester = SendQueueWith<HeapSlots<Slot>>;
+pub(crate) type Requester = SendQueueWith<EngineStore<Option<Slot>>>;
 
 /// Received packets queued for the work item at most; more are dropped
 /// (and counted), as a NIC's full receive FIFO would.
@@ -368,7 +338,7 @@ pub(crate) struct RcState {
     /// `roce::responder` and `roce::requester`), on one session.
     transport: Transport,
     sq: Requester,
-    resp: ResponderWith<HeapSlots<ReadAtomicResource>>,
+    resp: ResponderWith<EngineStore<Option<ReadAtomicResource>>>,
     flow: io::Flow,
     dest_qpn: u32,
     /// Send WQEs taken from the ring, by tag modulo `SQ_DEPTH`.
@@ -448,35 +418,40 @@ impl RcState {
         rcfg.acknowledged = acknowledged;
         rcfg.max_dest_rd_atomic = a.max_dest_rd_atomic.min(RD_ATOM as u8);
         rcfg.min_rnr_timer = a.min_rnr_timer;
-        let resources = HeapSlots::new(RD_ATOM)?;
-        let requests = HeapSlots::new(SQ_DEPTH)?;
+        let resources = EngineStore::filled(RD_ATOM, None)?;
+        let requests = EngineStore::filled(SQ_DEPTH, None)?;
         let mut scratch = KVec::with_capacity(MAX_PAYLOAD, GFP_KERNEL)?;
         scratch.resize(MAX_PAYLOAD, 0, GFP_KERNEL)?;
-        Ok(KBox::new(
-            Self {
+        let wqes = KVVec::from_elem(None, SQ_DEPTH, GFP_KERNEL)?;
+        let recv = KBox::new(None, GFP_KERNEL)?;
+        let sq = SendQueueWith::with_storage(
+            requests,
+            Self::requester_config(a, mtu, transport),
+            Psn::new(a.sq_psn),
+        );
+        let resp = ResponderWith::with_storage(resources, rcfg, Psn::new(a.rq_psn));
+        // Written in place: the state is too large for a frame of its own.
+        KBox::init(
+            init!(Self {
                 transport,
-                sq: SendQueueWith::with_storage(
-                    requests,
-                    Self::requester_config(a, mtu, transport),
-                    Psn::new(a.sq_psn),
-                ),
-                resp: ResponderWith::with_storage(resources, rcfg, Psn::new(a.rq_psn)),
+                sq,
+                resp,
                 flow,
                 dest_qpn: a.dest_qpn,
-                wqes: KVVec::from_elem(None, SQ_DEPTH, GFP_KERNEL)?,
+                wqes,
                 next_tag: 0,
                 taken: 0,
                 local_error: None,
                 unposted_error: None,
-                recv: KBox::new(None, GFP_KERNEL)?,
+                recv,
                 scratch,
                 timers: RcTimers::new(a.timeout),
                 sessions,
                 epoch,
                 read_ingress: 0,
-            },
+            }),
             GFP_KERNEL,
-        )?)
+        )
     }
 
     fn requester_config(

@@ -180,25 +180,33 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
         rings, rc, routes, ..
     } = inner;
     let Some(rc) = rc.as_mut() else { return };
+    let rc: &mut RcState = rc;
     if sending {
-        let mut buf = [0u8; SEND_WQE_HEADER + SGE_SIZE * MAX_SGE];
         while rc.sq.has_room() && !rc.sq.is_error() && rings.send.pending() > rc.taken {
-            let tag = rc.next_tag;
-            let parsed = rings.send.copy_pending(rc.taken, &mut buf).and_then(|n| {
-                SendWqe::parse(
-                    &buf[..n],
+            let (tag, taken) = (rc.next_tag, rc.taken);
+            // Parsed straight into its place in the in-flight table.
+            let Some(slot) = rc.wqes.get_mut(tag as usize % SQ_DEPTH) else {
+                break;
+            };
+            // The copy of the ring slot is staged in the QP's scratch buffer
+            // (free until packets are built), not on the stack.
+            let Some(buf) = rc.scratch.get_mut(..SEND_WQE_HEADER + SGE_SIZE * MAX_SGE) else {
+                break;
+            };
+            let parsed = rings.send.copy_pending(taken, buf).and_then(|n| {
+                SendWqe::parse_into(
+                    buf.get(..n).ok_or(EINVAL)?,
                     caps.max_send_sge as usize,
                     caps.max_inline_data as usize,
+                    slot,
                 )
             });
-            let (wqe, op) = match parsed.map(|w| (w, wqe_op(w.op))) {
-                Ok(v) => v,
-                Err(_) => {
-                    post_taken(rc, tag, None);
-                    fail_unposted(rc, WcStatus::LocQpOpErr);
-                    break;
-                }
+            let Some(wqe) = slot.as_ref().filter(|_| parsed.is_ok()) else {
+                note_taken(rc);
+                fail_unposted(rc, WcStatus::LocQpOpErr);
+                break;
             };
+            let op = wqe_op(wqe.op);
             let len = if op.has_8_byte_operand() {
                 8
             } else if op.is_local() {
@@ -206,14 +214,15 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             } else {
                 wqe.length
             };
+            let fence = wqe.flags.fence;
             let posted = rc.sq.post(crate::roce::requester::SendWqe {
                 tag,
                 op,
                 len,
-                fence: wqe.flags.fence,
+                fence,
             });
+            note_taken(rc);
             if let Err(e) = posted {
-                post_taken(rc, tag, Some(wqe));
                 // An operation the service does not carry (READ or an
                 // atomic on UC) is an operation error, as in rxe; the
                 // other refusal is a message too long.
@@ -224,7 +233,6 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                 fail_unposted(rc, status);
                 break;
             }
-            post_taken(rc, tag, Some(wqe));
         }
     }
     let now_us = rc.now_us(now);
@@ -258,11 +266,9 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     }
 }
 
-/// Records a WQE taken from the ring under `tag`.
-pub(super) fn post_taken(rc: &mut RcState, tag: u32, wqe: Option<SendWqe>) {
-    if let Some(slot) = rc.wqes.get_mut(tag as usize % SQ_DEPTH) {
-        *slot = wqe;
-    }
+/// Counts the WQE just taken from the ring (parsed, or not, into the
+/// in-flight table under the tag `rc.next_tag`).
+fn note_taken(rc: &mut RcState) {
     rc.next_tag = rc.next_tag.wrapping_add(1);
     rc.taken += 1;
 }

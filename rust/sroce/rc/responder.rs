@@ -34,6 +34,7 @@ use crate::sroce::{
     io::{counters::Counter, RxPacket},
     qp::QpInner,
 };
+use kernel::error::code::EINVAL;
 
 pub(super) fn on_request(
     qp: &Qp<SroceDevice>,
@@ -275,13 +276,21 @@ pub(super) fn load_recv(rq: Option<&UserProducerQueue>, rc: &mut RcState) -> boo
     let Some(rq) = rq else {
         return rc.recv.is_some();
     };
-    let mut buf = [0u8; RECV_WQE_HEADER + SGE_SIZE * MAX_SGE];
     let max_sge = inner_max_recv_sge(rq.elem_size());
-    *rc.recv = rq
-        .copy_pending(0, &mut buf)
-        .and_then(|n| RecvWqe::parse(&buf[..n], max_sge))
-        .ok();
-    rc.recv.is_some()
+    // The ring slot's copy is staged in the scratch buffer, which the
+    // packet's payload fills only after this.
+    let parsed = rc
+        .scratch
+        .get_mut(..RECV_WQE_HEADER + SGE_SIZE * MAX_SGE)
+        .ok_or(EINVAL)
+        .and_then(|buf| {
+            let n = rq.copy_pending(0, buf)?;
+            RecvWqe::parse_into(buf.get(..n).ok_or(EINVAL)?, max_sge, &mut rc.recv)
+        });
+    if parsed.is_err() {
+        *rc.recv = None;
+    }
+    parsed.is_ok()
 }
 
 /// Whether `req` is the next request (for UC: at or after the expected
@@ -312,8 +321,7 @@ pub(super) fn take_from_srq(
     srq: &Srq<SroceDevice>,
     rc: &mut RcState,
 ) -> bool {
-    *rc.recv = crate::sroce::srq::take_usable(qp, srq);
-    rc.recv.is_some()
+    crate::sroce::srq::take_usable(qp, srq, &mut rc.recv)
 }
 
 /// Completes the receive WQE a request used, if the message ended (or

@@ -14,17 +14,18 @@
 //! counted, so the counts always equal the messages they stand for.
 //!
 //! Messages are known by their tag (the work request's sequence number);
-//! at most `W` are unacknowledged at a time.
+//! at most as many as the ledger has entries are unacknowledged at a time.
 
 use super::{
     group::{Group, SessionStore},
     SessionId,
 };
 
-/// One unacknowledged message.
+/// One unacknowledged message: an element of a ledger's storage (see
+/// [`EntryStore`]), opaque outside it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Entry {
-    /// Its tag (the slot is `tag % W`).
+pub struct Entry {
+    /// Its tag (the slot is `tag` modulo the ledger's entries).
     tag: u32,
     /// Sent and not completed.
     live: bool,
@@ -42,10 +43,21 @@ struct Entry {
     sent_us: u64,
 }
 
+/// Where a ledger keeps its entries: a fixed array on the host
+/// ([`Ledger`]), or a heap buffer in a kernel (a deep send queue's ledger
+/// should not be built on the stack). Its length is the ledger's size.
+pub trait EntryStore: AsRef<[Entry]> + AsMut<[Entry]> {}
+
+impl<T> EntryStore for T where T: AsRef<[Entry]> + AsMut<[Entry]> {}
+
 /// The messages of one QP in flight, indexed by tag modulo `W`.
+pub type Ledger<const W: usize> = LedgerWith<[Entry; W]>;
+
+/// The messages of one QP in flight, indexed by tag modulo the number of
+/// entries of `S`.
 #[derive(Clone, Debug)]
-pub struct Ledger<const W: usize> {
-    slots: [Entry; W],
+pub struct LedgerWith<S> {
+    slots: S,
     /// Tag of the next message whose first packet is new.
     next_new: u32,
     /// Where the current go-back round resends.
@@ -61,31 +73,54 @@ impl<const W: usize> Default for Ledger<W> {
 impl<const W: usize> Ledger<W> {
     /// A ledger for a QP that has sent nothing yet.
     pub const fn new() -> Self {
-        const EMPTY: Entry = Entry {
-            tag: 0,
-            live: false,
-            sent_on: 0,
-            counted_on: None,
-            resent: false,
-            reported: false,
-            bytes: 0,
-            sent_us: 0,
-        };
+        LedgerWith::with_storage([EMPTY; W])
+    }
+
+    /// A ledger that takes over from `old` for a newly built group (see
+    /// [`LedgerWith::take_over`]).
+    pub fn rebuilt(old: &Self) -> Self {
+        let mut l = Self::new();
+        l.take_over(old);
+        l
+    }
+}
+
+const EMPTY: Entry = Entry {
+    tag: 0,
+    live: false,
+    sent_on: 0,
+    counted_on: None,
+    resent: false,
+    reported: false,
+    bytes: 0,
+    sent_us: 0,
+};
+
+impl<E: EntryStore> LedgerWith<E> {
+    /// A ledger for a QP that has sent nothing yet, its entries kept in
+    /// `storage` (each must be `Entry::default()`).
+    pub const fn with_storage(storage: E) -> Self {
         Self {
-            slots: [EMPTY; W],
+            slots: storage,
             next_new: 0,
             resend_on: SessionId(0),
         }
     }
 
-    /// A ledger that takes over from `old` for a newly built group: the
-    /// messages in flight stay known (first send time, next tag) but are
-    /// counted nowhere and count as resent on session 0, which every group
-    /// has.
-    pub fn rebuilt(old: &Self) -> Self {
-        let mut l = Self::new();
-        l.next_new = old.next_new;
-        for (n, o) in l.slots.iter_mut().zip(old.slots.iter()) {
+    /// Takes over from `old`, the ledger of the group this one's replaces,
+    /// as a ledger that has sent nothing yet: the messages in flight stay
+    /// known (first send time, next tag) but are counted nowhere and count
+    /// as resent on session 0, which every group has. Both must have as
+    /// many entries.
+    pub fn take_over<T: EntryStore>(&mut self, old: &LedgerWith<T>) {
+        self.next_new = old.next_new;
+        self.resend_on = SessionId(0);
+        for (n, o) in self
+            .slots
+            .as_mut()
+            .iter_mut()
+            .zip(old.slots.as_ref().iter())
+        {
             *n = Entry {
                 sent_on: 0,
                 counted_on: None,
@@ -94,17 +129,20 @@ impl<const W: usize> Ledger<W> {
                 ..*o
             };
         }
-        l
+    }
+
+    fn len(&self) -> usize {
+        self.slots.as_ref().len()
     }
 
     fn entry(&self, tag: u32) -> Entry {
-        let i = (tag as usize).checked_rem(W).unwrap_or(0);
-        self.slots.get(i).copied().unwrap_or_default()
+        let i = (tag as usize).checked_rem(self.len()).unwrap_or(0);
+        self.slots.as_ref().get(i).copied().unwrap_or_default()
     }
 
     fn entry_mut(&mut self, tag: u32) -> Option<&mut Entry> {
-        let i = (tag as usize).checked_rem(W)?;
-        self.slots.get_mut(i)
+        let i = (tag as usize).checked_rem(self.len())?;
+        self.slots.as_mut().get_mut(i)
     }
 
     /// The session a packet of message `tag` (`bytes` of payload in
@@ -193,7 +231,7 @@ impl<const W: usize> Ledger<W> {
         now: u64,
     ) {
         g.clear_outstanding();
-        for e in self.slots.iter_mut() {
+        for e in self.slots.as_mut().iter_mut() {
             e.counted_on = None;
             e.reported = false;
         }
@@ -201,7 +239,7 @@ impl<const W: usize> Ledger<W> {
         let Some(first) = oldest else {
             return;
         };
-        let n = self.next_new.wrapping_sub(first).min(W as u32);
+        let n = self.next_new.wrapping_sub(first).min(self.len() as u32);
         for k in 0..n {
             let tag = first.wrapping_add(k);
             if let Some(e) = self.entry_mut(tag) {
@@ -282,6 +320,29 @@ mod tests {
             r.resend_on.is_some(),
             "the message on the dead link is resent"
         );
+    }
+
+    /// A ledger over heap entries indexes by its own length, and one that
+    /// takes over keeps the messages' send times and counts them nowhere.
+    #[test]
+    fn heap_storage_and_take_over() {
+        let mut g = group();
+        let mut l = LedgerWith::with_storage(std::vec![Entry::default(); 3]);
+        for tag in 0..3 {
+            l.on_packet(&mut g, tag, false, 100, 1, 10 + u64::from(tag));
+            l.on_completed(&mut g, tag, 20);
+        }
+        // Tag 3 takes tag 0's entry (3 entries), tag 4 tag 1's.
+        assert_eq!(l.on_packet(&mut g, 3, false, 100, 1, 33), SessionId(1));
+        assert_eq!(l.on_packet(&mut g, 4, false, 100, 1, 34), SessionId(0));
+        assert_eq!((l.sent_us(0), l.sent_us(2), l.sent_us(3)), (33, 12, 33));
+        let mut fresh = LedgerWith::with_storage(std::vec![Entry::default(); 3]);
+        fresh.take_over(&l);
+        assert_eq!((fresh.sent_us(3), fresh.sent_us(4)), (33, 34));
+        assert_eq!(fresh.session_of(3), SessionId(0));
+        // The next new message is the one after the old ledger's last.
+        assert_eq!(fresh.on_packet(&mut g, 5, false, 100, 1, 40), SessionId(1));
+        assert_eq!(fresh.sent_us(5), 40);
     }
 
     /// A message resent twice in one round is counted once.

@@ -38,7 +38,7 @@ pub use group::{
     SessionSpec, TimeoutAction,
 };
 pub use health::{Health, HealthConfig, HealthEvent, State};
-pub use ledger::Ledger;
+pub use ledger::{Entry as LedgerEntry, EntryStore, Ledger, LedgerWith};
 pub use port_range::{PortAllocator, PortRange};
 pub use receiver::{FiveTuple, NetAddr, PeerKind, ReceiveFilter, Reject, RxSession, Verdict};
 pub use rtt::RttEstimator;
