@@ -5,7 +5,9 @@
 # stack is 16 KiB and the receive softirq nests transmit inside receive, so
 # a frame that holds a queue or a counter array can overflow it.
 #   tools/check-frames.sh [KO]   (KDIR: the build tree; KO: sroce.ko)
-# Prints every function over the limit and fails if there is one.
+# Prints every function over the limit and fails if there is one. A step of
+# tools/test.sh (not in --debug-kernel mode: KASAN's redzones enlarge
+# every frame).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

@@ -41,6 +41,10 @@ step "cargo clippy (protocol core)" cargo clippy --workspace --all-targets -q --
 step "cargo fmt" cargo fmt --all --check
 step "rustfmt (kernel crate)" rustfmt --check --edition 2021 --config-path "$kdir/.rustfmt.toml" rust/sroce_main.rs
 step "module build with CLIPPY=1" bash -c 'touch rust/sroce_main.rs && make -s KDIR="$KDIR" CLIPPY=1 modules'
+# KASAN's stack redzones enlarge every frame of the debug build: the
+# kernel's frame limit is checked on the normal one.
+[[ $SROCE_DEBUG_KERNEL == 1 ]] ||
+	step "stack frames within CONFIG_FRAME_WARN" bash tools/check-frames.sh
 step "DKMS build (dkms.conf)" bash tools/check-dkms.sh
 
 vm_log=$(mktemp)
