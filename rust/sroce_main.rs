@@ -17,7 +17,11 @@ mod sroce;
 pub mod roce;
 
 use core::sync::atomic::AtomicU32;
-use kernel::{debugfs::Dir, prelude::*, sync::Arc};
+use kernel::{
+    debugfs::{Dir, File},
+    prelude::*,
+    sync::Arc,
+};
 use net::{genl::FamilyRegistration, netns::PernetRegistration};
 use rdma::{device::Registry, link::LinkRegistration, notifier::NetdevNotifier};
 use sroce::{io::sockets::SocketTable, link::SroceDriver};
@@ -33,6 +37,8 @@ module! {
 
 struct SroceModule {
     driver: Arc<SroceDriver>,
+    /// `/sys/kernel/debug/sroce/pinned_pages`.
+    _pinned_file: Pin<KBox<File<()>>>,
     link: Option<LinkRegistration<SroceDriver>>,
     notifier: Option<NetdevNotifier<SroceDriver>>,
     pernet: Option<PernetRegistration<SocketTable>>,
@@ -52,6 +58,10 @@ impl kernel::Module for SroceModule {
             },
             GFP_KERNEL,
         )?;
+        let pinned_file = KBox::pin_init(
+            sroce::debugfs::pinned_pages_file(&driver.debugfs),
+            GFP_KERNEL,
+        )?;
         // Sockets must be closed when their namespace goes, before any
         // device can open one.
         let pernet = PernetRegistration::new(driver.sockets.clone())?;
@@ -64,6 +74,7 @@ impl kernel::Module for SroceModule {
         pr_info!("loaded\n");
         Ok(Self {
             driver,
+            _pinned_file: pinned_file,
             link: Some(link),
             notifier: Some(notifier),
             pernet: Some(pernet),

@@ -672,8 +672,28 @@ cm_run_pair() {
 
 # ------------------------------------------------------------ memory
 
+# sroce_pinned_pages: pages sroce's memory registrations hold pinned, all
+# devices together (the module's own count, debugfs; root).
+sroce_pinned_pages() { cat /sys/kernel/debug/sroce/pinned_pages; }
+
+# sroce_pins_released WHAT: sroce's pinned pages are 0 (or back to 0 within
+# 5 s: a process's registrations go when its device file is released), else
+# fails naming WHAT. Exact, unlike the system-wide FOLL_PIN count. rxe has
+# no such count: under rxe it is a note, not a check.
+sroce_pins_released() {
+	if [[ $LINK_TYPE != sroce ]]; then
+		echo "note: rxe has no count of its pinned pages: not checked ($1)"
+		return 0
+	fi
+	[[ -r /sys/kernel/debug/sroce/pinned_pages ]] ||
+		fail "$1: /sys/kernel/debug/sroce/pinned_pages is not readable"
+	retry 5 bash -c '(($(cat /sys/kernel/debug/sroce/pinned_pages) == 0))' ||
+		fail "$1: sroce still holds $(sroce_pinned_pages) pages pinned"
+}
+
 # pinned_pages: pages currently pinned with FOLL_PIN (pin_user_pages), from
-# /proc/vmstat. Compare before/after a test to catch leaked pins.
+# /proc/vmstat, system-wide: other subsystems' I/O (9p reads) moves it too,
+# so tests of sroce's pins use sroce_pinned_pages.
 pinned_pages() {
 	echo 1 >/proc/sys/vm/stat_refresh 2>/dev/null || true
 	awk '$1 == "nr_foll_pin_acquired" { a = $2 }

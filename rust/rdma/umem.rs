@@ -19,6 +19,7 @@ use super::{
     device::{Device, Driver},
 };
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::{error::from_err_ptr, page::PAGE_SIZE, prelude::*};
 
 /// A range of user memory pinned by the RDMA core; unpinned on drop.
@@ -35,6 +36,16 @@ pub(crate) struct Umem(NonNull<bindings::ib_umem>);
 unsafe impl Send for Umem {}
 // SAFETY: shared references only read the immutable page list.
 unsafe impl Sync for Umem {}
+
+/// Pages the module's umems hold pinned, all devices together: what a test
+/// reads to tell that every registration let go of its pages (the
+/// system-wide `FOLL_PIN` counters also move with other subsystems' I/O).
+static PINNED_PAGES: AtomicUsize = AtomicUsize::new(0);
+
+/// Pages pinned by live [`Umem`]s.
+pub(crate) fn pinned_pages() -> usize {
+    PINNED_PAGES.load(Ordering::Relaxed)
+}
 
 impl Umem {
     /// Pins `len` bytes of the current process's memory at `addr`.
@@ -57,7 +68,9 @@ impl Umem {
             bindings::ib_umem_get_attr_or_va(dev.as_raw(), core::ptr::null(), 0, addr, len, access)
         })?;
         // INVARIANT: a umem `ib_umem_get_*` returned.
-        NonNull::new(umem).map(Self).ok_or(ENOMEM)
+        let umem = NonNull::new(umem).map(Self).ok_or(ENOMEM)?;
+        PINNED_PAGES.fetch_add(umem.num_pages(), Ordering::Relaxed);
+        Ok(umem)
     }
 
     /// The user address of the first pinned byte.
@@ -113,6 +126,7 @@ impl Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
+        PINNED_PAGES.fetch_sub(self.num_pages(), Ordering::Relaxed);
         // SAFETY: we own the umem (type invariant); this unpins the pages
         // (marking them dirty if they were writable), uncharges
         // `pinned_vm` and frees it. Drop runs in process context: the MR

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Test hooks in debugfs, `/sys/kernel/debug/sroce/DEV/` (root only):
+//! Test hooks in debugfs, `/sys/kernel/debug/sroce/` (root only):
+//!
+//! - `pinned_pages` (read): pages the module's memory registrations hold
+//!   pinned, all devices together (tests check it returns to zero);
+//!
+//! and per device, in `DEV/`:
 //!
 //! - `rx_opcodes` (read): `0xOP COUNT` for each BTH opcode received;
 //! - `xmit` (write): `SRC DST SPORT LEN` sends one RoCEv2 UD SEND-only
@@ -25,7 +30,7 @@ use crate::roce::{
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    debugfs::{Dir, Scope},
+    debugfs::{Dir, File, Scope},
     fmt,
     prelude::*,
     str::CStr,
@@ -46,6 +51,15 @@ pub(crate) struct DevDebug {
     opcodes: Arc<OpcodeCounts>,
     /// PSN of the next hook packet.
     psn: AtomicU32,
+}
+
+/// The module-wide `pinned_pages` file in `root`.
+pub(crate) fn pinned_pages_file(root: &Dir) -> impl PinInit<File<()>> + '_ {
+    root.read_callback_file(c"pinned_pages", (), &show_pinned_pages)
+}
+
+fn show_pinned_pages(_: &(), f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "{}", crate::rdma::umem::pinned_pages())
 }
 
 /// The debugfs directory of the device `name`, removed when dropped.

@@ -41,13 +41,25 @@ static long page;
 		}                                                 \
 	} while (0)
 
-/* Pages pinned system-wide with FOLL_PIN, or -1 if unreadable. */
+/*
+ * Pages pinned for memory registrations: sroce's own count (debugfs, exact)
+ * when readable, else the system-wide FOLL_PIN count, which other activity
+ * (9p reads) also moves; -1 if neither is readable.
+ */
 static long pinned_pages(void)
 {
 	unsigned long long acq = 0, rel = 0, v;
 	char name[64];
+	long n;
 	FILE *f;
 
+	f = fopen("/sys/kernel/debug/sroce/pinned_pages", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+		return n;
+	}
 	f = fopen("/proc/sys/vm/stat_refresh", "w");
 	if (!f)
 		return -1;
@@ -67,8 +79,9 @@ static long pinned_pages(void)
 }
 
 /*
- * The pin count once it reaches `want`, or after 3 s whatever it is: other
- * activity in the VM (9p reads pin pages briefly) moves it for a moment.
+ * The pin count once it reaches `want`, or after 3 s whatever it is (a
+ * registration's pins go when its device file is released; the
+ * system-wide count also moves with other activity for a moment).
  */
 static long pinned_settled(long want)
 {

@@ -10,39 +10,27 @@
 one_device_in_h1
 
 refs() { cat "/sys/module/$MOD_NAME/refcnt"; }
-# pins_back_to N WHAT: the FOLL_PIN count returns to at most N within 3 s
-# (other activity in the VM, such as 9p reads, pins pages for a moment; a
-# leaked region would stay).
-pins_back_to() {
-	local deadline=$((SECONDS + 3)) n
-	while :; do
-		n=$(pinned_pages)
-		((n <= $1)) && return 0
-		((SECONDS < deadline)) || fail "$2: $((n - $1)) pages still pinned"
-		sleep 0.2
-	done
-}
 before_refs=$(refs)
-before_pins=$(pinned_pages)
+sroce_pins_released "before any registration"
 
 out=$(in_h1 "$SROCE_BIN/verbs_mr" "$DEV1" basic 2>&1) || fail "verbs_mr basic: $out"
 printf '%s\n' "$out" | sed 's/^/#   /'
 assert_contains "$out" "registered 1 MiB remote write" "verbs_mr output"
 assert_contains "$out" "all pins released" "verbs_mr output"
 assert_contains "$out" "ok" "verbs_mr output"
-pins_back_to "$before_pins" "after deregistration"
+sroce_pins_released "after deregistration"
 
 # Exit without deregistering: closing the device must unpin everything.
 out=$(in_h1 "$SROCE_BIN/verbs_mr" "$DEV1" leave 40 2>&1) || fail "verbs_mr leave: $out"
 assert_contains "$out" "registered 40 regions" "verbs_mr leave output"
-pins_back_to "$before_pins" "after exit without deregistration"
+sroce_pins_released "after exit without deregistration"
 
 # RLIMIT_MEMLOCK, as an unprivileged user (root's CAP_IPC_LOCK bypasses it).
 out=$(in_h1 "$SROCE_BIN/verbs_mr" "$DEV1" memlock 2>&1) || fail "verbs_mr memlock: $out"
 printf '%s\n' "$out" | sed 's/^/#   /'
 assert_contains "$out" "RLIMIT_MEMLOCK: Cannot allocate memory as expected" "memlock output"
 assert_contains "$out" "ok" "memlock output"
-pins_back_to "$before_pins" "after the memlock checks"
+sroce_pins_released "after the memlock checks"
 
 assert_eq "$before_refs" "$(refs)" "module reference count after the programs exited"
 del_link "$DEV1"

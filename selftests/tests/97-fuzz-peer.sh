@@ -44,7 +44,6 @@ wait_counter() {
 # field NAME: NAME=VALUE from rc_hold's "read" line.
 field() { sed -n "s/^read .*\b$1=\([^ ]*\).*/\1/p" "$TEST_TMP/hold.log"; }
 
-pins0=$(pinned_pages)
 ctl=$TEST_TMP/ctl
 mkdir -p "$ctl"
 bg_in h1 "$TEST_TMP/hold.log" "$SROCE_BIN/rc_hold" "$DEV1" "$G1" "$DEV2" "$G2" "$LEN" "$ctl"
@@ -115,9 +114,7 @@ cat "$TEST_TMP/hold.log"
 ((rc == 0)) || fail "rc_hold exited $rc"
 retry 30 bash -c "! rdma resource show qp | grep -q 'lqpn $qpn '" ||
 	fail "QP $qpn still listed after rc_hold exited"
-# (May only not grow: a page pinned before the test may be released during it.)
-pins=$(pinned_pages)
-((pins <= pins0)) || fail "pinned pages grew from $pins0 to $pins after rc_hold exited"
+sroce_pins_released "after rc_hold exited"
 
 # ------------------------------------------------- the devices still work
 rc=0
@@ -125,5 +122,4 @@ out=$(in_h1 timeout 200 "$SROCE_BIN/verbs_data" "$DEV1" "$G1" "$DEV2" "$G2" 2>&1
 printf '%s\n' "$out" | tail -5
 ((rc == 0)) || fail "verbs_data after the fuzz exited $rc"
 assert_contains "$out" "all checks passed" "verbs_data after the fuzz"
-pins=$(pinned_pages)
-((pins <= pins0)) || fail "pinned pages grew from $pins0 to $pins after verbs_data"
+sroce_pins_released "after verbs_data"
