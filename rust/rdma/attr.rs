@@ -24,6 +24,11 @@ pub(crate) mod cap {
     /// RDMA ATOMIC WRITE (8 bytes stored at once, IBA 1.5).
     pub(crate) const ATOMIC_WRITE: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+    /// Memory windows (`ibv_alloc_mw`).
+    pub(crate) const MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// Type 2 windows are type 2B: bound to one queue pair.
+    pub(crate) const MEM_WINDOW_TYPE_2B: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// The system image GUID is meaningful.
     pub(crate) const SYS_IMAGE_GUID: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;

@@ -31,6 +31,7 @@ use super::{
     kwr::{RecvWrs, SendWrs},
     mr::{self, MrRequest},
     mr_table::MrTable,
+    mw::{self, WindowTable},
     netdev::NetDevice,
     pd::{self, Pd},
     qp::{self, Qp, QpAttrChange, QpAttrs, QpCreated, QpLink, QpRequest},
@@ -194,6 +195,13 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     }
     /// A memory region is going away; the data path no longer uses it.
     fn dereg_mr(_dev: &Device<Self>, _mr: &Self::Mr) {}
+    /// Admits a memory window (the device's budget); undone by
+    /// `dealloc_mw`. Refused unless the driver implements windows.
+    fn alloc_mw(_dev: &Device<Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+    /// A memory window is gone.
+    fn dealloc_mw(_dev: &Device<Self>) {}
 
     /// Names of the port's counters (`rdma statistic`); none by default.
     const PORT_STATS: &'static [StatDesc] = &[];
@@ -208,9 +216,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
 ///
 /// - `ib` is at offset 0 and was allocated by `_ib_alloc_device` with the size
 ///   of `Self`; the RDMA core owns the allocation.
-/// - `registry`, `netdev`, `mrs` and `data` are initialised from the moment
-///   the core can call any driver callback until `dealloc_driver`, which
-///   drops them; `mrs` is never moved.
+/// - `registry`, `netdev`, `mrs`, `windows` and `data` are initialised from
+///   the moment the core can call any driver callback until
+///   `dealloc_driver`, which drops them; `mrs` and `windows` are never
+///   moved.
 /// - `netdev` changes only before registration.
 #[repr(C)]
 pub(crate) struct Device<T: Driver> {
@@ -219,6 +228,7 @@ pub(crate) struct Device<T: Driver> {
     /// The port's net device, held from `set_netdev` until `dealloc_driver`.
     netdev: Option<NetDevRef>,
     mrs: MrTable<T>,
+    windows: WindowTable<T>,
     data: T,
 }
 
@@ -235,6 +245,11 @@ impl<T: Driver> Device<T> {
     /// The device's memory regions by key.
     pub(super) fn mrs(&self) -> &MrTable<T> {
         &self.mrs
+    }
+
+    /// The device's memory windows by key.
+    pub(super) fn windows(&self) -> &WindowTable<T> {
+        &self.windows
     }
 
     /// Borrows the device from the `ib_device` the core passed to a callback.
@@ -370,12 +385,15 @@ impl<T: Driver> NewDevice<T> {
         }
         // SAFETY: as above; the core never relocates the allocation.
         let Ok(()) = unsafe { MrTable::<T>::new().__init(&raw mut (*p).mrs) };
+        // SAFETY: as above.
+        let Ok(()) = unsafe { WindowTable::<T>::new().__init(&raw mut (*p).windows) };
         // SAFETY: as above; `data` is never moved afterwards (the core owns
         // the allocation and never relocates it).
         if let Err(e) = unsafe { data.__init(&raw mut (*p).data) } {
             // SAFETY: ops are not installed yet, so `ib_dealloc_device` does
             // not call `dealloc_driver`; drop what was initialised here.
             unsafe {
+                core::ptr::drop_in_place(&raw mut (*p).windows);
                 core::ptr::drop_in_place(&raw mut (*p).mrs);
                 core::ptr::drop_in_place(&raw mut (*p).netdev);
                 core::ptr::drop_in_place(&raw mut (*p).registry);
@@ -695,6 +713,9 @@ impl<T: Driver> VTable<T> {
             map_mr_sg: Some(mr::map_sg::<T>),
             dereg_mr: Some(mr::dereg::<T>),
             rereg_user_mr: Some(mr::rereg_user::<T>),
+            alloc_mw: Some(mw::alloc::<T>),
+            dealloc_mw: Some(mw::dealloc::<T>),
+            size_ib_mw: mw::size::<T>(),
             alloc_hw_port_stats: (!T::PORT_STATS.is_empty()).then_some(stats::alloc_port::<T>),
             get_hw_stats: (!T::PORT_STATS.is_empty()).then_some(stats::get::<T>),
             ..Default::default()
@@ -711,6 +732,7 @@ impl<T: Driver> VTable<T> {
         unsafe {
             (*p).registry.remove(NonNull::new_unchecked(p));
             core::ptr::drop_in_place(&raw mut (*p).data);
+            core::ptr::drop_in_place(&raw mut (*p).windows);
             core::ptr::drop_in_place(&raw mut (*p).mrs);
             core::ptr::drop_in_place(&raw mut (*p).netdev);
             core::ptr::drop_in_place(&raw mut (*p).registry);

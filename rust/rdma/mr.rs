@@ -79,6 +79,9 @@ pub(crate) struct MrRequest {
 ///   reads them anew.
 /// - `[iova, iova + length)` does not wrap and, for user memory, maps onto
 ///   the pinned pages byte for byte.
+/// - `windows` counts the memory windows bound to the region; each binding
+///   keeps the region registered. [`WINDOWS_CLOSED`] once `dereg` started:
+///   no window binds any more.
 #[repr(C)]
 #[pin_data]
 pub(crate) struct Mr<T: Driver> {
@@ -91,9 +94,13 @@ pub(crate) struct Mr<T: Driver> {
     iova: u64,
     length: u64,
     access: Atomic<u32>,
+    windows: Atomic<u32>,
     memory: MrMemory,
     data: T::Mr,
 }
+
+/// `Mr::windows` of a region being deregistered.
+const WINDOWS_CLOSED: u32 = u32::MAX;
 
 impl<T: Driver> Mr<T> {
     fn new(
@@ -114,6 +121,7 @@ impl<T: Driver> Mr<T> {
             iova: req.iova,
             length: req.length,
             access: Atomic::new(req.access.bits()),
+            windows: Atomic::new(0),
             memory,
             data,
         })
@@ -122,6 +130,31 @@ impl<T: Driver> Mr<T> {
     /// The MR's key (lkey and rkey are the same).
     pub(crate) fn key(&self) -> u32 {
         self.key
+    }
+
+    /// Counts one more window bound to the region, unless it is being
+    /// deregistered (then `false`).
+    pub(super) fn hold_for_window(&self) -> bool {
+        let mut n = self.windows.load(Relaxed);
+        loop {
+            if n == WINDOWS_CLOSED || n == WINDOWS_CLOSED - 1 {
+                return false;
+            }
+            match self.windows.cmpxchg(n, n + 1, Full) {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// A window bound by [`Self::hold_for_window`] let go of the region.
+    pub(super) fn release_for_window(&self) {
+        self.windows.fetch_sub(1u32, Full);
+    }
+
+    /// Whether windows are bound to the region now.
+    fn has_windows(&self) -> bool {
+        self.windows.load(Relaxed) != 0
     }
 
     /// Drops one reference; the last one completes `unused`.
@@ -135,13 +168,13 @@ impl<T: Driver> Mr<T> {
 /// What the data path does with an MR it looked up.
 impl<T: Driver> Mr<T> {
     /// The first address of the region.
-    #[expect(dead_code, reason = "for memory windows and debugfs")]
+    #[expect(dead_code, reason = "for debugfs")]
     pub(crate) fn iova(&self) -> u64 {
         self.iova
     }
 
     /// The region's length in bytes.
-    #[expect(dead_code, reason = "for memory windows and debugfs")]
+    #[expect(dead_code, reason = "for debugfs")]
     pub(crate) fn length(&self) -> u64 {
         self.length
     }
@@ -170,6 +203,15 @@ impl<T: Driver> Mr<T> {
         match &self.memory {
             MrMemory::FastReg(f) => f.matches(key),
             _ => self.key == key,
+        }
+    }
+
+    /// The rights of a process's region (`None` for a kernel consumer's,
+    /// which no window binds to).
+    pub(crate) fn access(&self) -> Option<Access> {
+        match self.memory {
+            MrMemory::User(_) => Some(Access::from_bits(self.access.load(Relaxed))),
+            _ => None,
         }
     }
 
@@ -460,6 +502,11 @@ pub(super) unsafe extern "C" fn rereg_user<T: Driver>(
     }
     // SAFETY: the core passes a live MR registered by `reg_user`.
     let this = unsafe { &*mr.cast::<Mr<T>>() };
+    if this.has_windows() {
+        // The windows' checks were made against this region (IBTA
+        // 10.6.7.2.3: unbind them first).
+        return EBUSY.to_ptr();
+    }
     // SAFETY: a live MR's device is a live `Device<T>`.
     let dev = unsafe { device_from_raw::<T>((*mr).device) };
     let pd = if flags & PD != 0 {
@@ -537,7 +584,8 @@ pub(super) unsafe extern "C" fn get_dma<T: Driver>(
     register(dev, pd, req, |_| Ok(MrMemory::KernelVirtual)).unwrap_or_else(Error::to_ptr)
 }
 
-/// `ib_device_ops.dereg_mr`. Waits until the data path holds no reference,
+/// `ib_device_ops.dereg_mr`. Refused (`EBUSY`) while memory windows are
+/// bound to the region; else waits until the data path holds no reference,
 /// then unpins and frees.
 ///
 /// # Safety
@@ -552,6 +600,12 @@ pub(super) unsafe extern "C" fn dereg<T: Driver>(
     // SAFETY: an MR `register` made, at offset 0 (type invariant); the core
     // set `device` to our device.
     let (mr, dev) = unsafe { (&*p, device_from_raw::<T>((*ib).device)) };
+    if mr.windows.cmpxchg(0, WINDOWS_CLOSED, Full).is_err() {
+        // As IBTA 10.6.7.2.6 has it (rxe says `EINVAL`). A process that
+        // exits with windows bound is cleaned up all the same: the core
+        // retries the regions after it deallocated the windows.
+        return EBUSY.to_errno();
+    }
     dev.mrs().remove(mr);
     mr.put();
     mr.unused.wait_for_completion();

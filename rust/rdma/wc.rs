@@ -22,6 +22,8 @@ pub(crate) enum WcStatus {
     LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
     /// Flushed: the QP went to the error state before it was processed.
     WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+    /// A memory window bind was refused.
+    MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
     /// Bad response.
     BadRespErr = bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
     /// Remote invalid request.
@@ -48,6 +50,7 @@ impl WcStatus {
             bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR => Self::LocQpOpErr,
             bindings::ib_wc_status_IB_WC_LOC_PROT_ERR => Self::LocProtErr,
             bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR => Self::WrFlushErr,
+            bindings::ib_wc_status_IB_WC_MW_BIND_ERR => Self::MwBindErr,
             bindings::ib_wc_status_IB_WC_BAD_RESP_ERR => Self::BadRespErr,
             bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR => Self::RemInvReqErr,
             bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR => Self::RemAccessErr,
@@ -79,6 +82,8 @@ pub(crate) enum WcOpcode {
     AtomicWrite = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
     /// A fast registration.
     RegMr = bindings::ib_wc_opcode_IB_WC_REG_MR,
+    /// A memory window binding.
+    BindMw = bindings::ib_wc_opcode_IB_WC_BIND_MW,
     /// A receive.
     Recv = bindings::ib_wc_opcode_IB_WC_RECV,
     /// A receive consumed by an RDMA WRITE with immediate.

@@ -11,6 +11,7 @@
 use super::{
     av::AddressVector,
     bindings,
+    mw::BindRequest,
     rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     wc::WcOpcode,
 };
@@ -91,6 +92,8 @@ pub(crate) enum SendOp {
     /// Fast registration of a memory region (kernel consumers only; the
     /// kernel's `IB_WR_REG_MR` value, which no uverbs opcode uses).
     RegMr,
+    /// Binding of a memory window.
+    BindMw,
 }
 
 impl SendOp {
@@ -107,6 +110,7 @@ impl SendOp {
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_WRITE => Self::AtomicWrite,
             bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV => Self::LocalInv,
             bindings::ib_wr_opcode_IB_WR_REG_MR => Self::RegMr,
+            bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_BIND_MW => Self::BindMw,
             _ => return None,
         })
     }
@@ -122,6 +126,7 @@ impl SendOp {
             Self::AtomicWrite => WcOpcode::AtomicWrite,
             Self::LocalInv => WcOpcode::LocalInv,
             Self::RegMr => WcOpcode::RegMr,
+            Self::BindMw => WcOpcode::BindMw,
         }
     }
 }
@@ -216,6 +221,8 @@ pub(crate) struct SendWqe {
     pub(crate) ud: UdTarget,
     /// The registration of an `IB_WR_REG_MR`.
     pub(crate) fast_reg: FastRegTarget,
+    /// The binding of an `IBV_WR_BIND_MW`.
+    pub(crate) bind: BindRequest,
 }
 
 /// A parsed receive work queue entry.
@@ -357,6 +364,21 @@ impl SendWqe {
             },
             _ => FastRegTarget::default(),
         };
+        let bind = match op {
+            // SAFETY: plain integers of the union's `mw` member.
+            SendOp::BindMw => unsafe {
+                let mw = wr.wr.mw;
+                BindRequest {
+                    window_key: mw.mw_rkey,
+                    new_key: mw.rkey,
+                    region_key: mw.mr_lkey,
+                    addr: mw.addr,
+                    length: mw.length,
+                    access: mw.access,
+                }
+            },
+            _ => BindRequest::default(),
+        };
         // SAFETY: plain integers and byte arrays; meaningful for UD QPs.
         let ud = unsafe { wr.wr.ud };
         let ud = UdTarget {
@@ -375,6 +397,7 @@ impl SendWqe {
             length,
             ud,
             fast_reg,
+            bind,
         });
         let parsed = match inline {
             Some(src) => {

@@ -34,6 +34,7 @@ use crate::rdma::{
     ucontext::UContext,
     udata::UData,
 };
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     debugfs::Scope,
     id_pool::IdPool,
@@ -69,6 +70,11 @@ pub(crate) struct SroceDevice {
     ah_nums: SpinLockIrq<IdPool>,
     /// Memory regions in use, against `max_mr`.
     pub(super) mrs: Budget,
+    /// Memory windows in use, against `max_mw`.
+    mws: Budget,
+    /// The next queue pair serial number: what a type 2 memory window is
+    /// bound to (QP numbers are reused, serials never).
+    qp_serials: AtomicU64,
     /// Live queue pairs by number (index `qpn - QPN_BASE`), for the
     /// receive path (any context); grows as numbers are handed out.
     #[pin]
@@ -137,6 +143,8 @@ impl SroceDevice {
                 "sroce::ah_nums"
             ),
             mrs: Budget::new(limits::MAX_MR),
+            mws: Budget::new(limits::MAX_MW),
+            qp_serials: AtomicU64::new(1),
             qps <- SlotTable::new(),
             gsi <- new_spinlock_irq!(None, "sroce::gsi"),
             ahs <- SlotTable::new(),
@@ -153,6 +161,11 @@ impl SroceDevice {
 }
 
 impl SroceDevice {
+    /// A serial number for a new queue pair, never reused (a `u64`).
+    pub(crate) fn next_qp_serial(&self) -> u64 {
+        self.qp_serials.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// A free queue pair number (QPs 0 and 1 are the special management
     /// QPs; numbers below `QPN_BASE` are never handed out). Numbers are
     /// handed out in turn, not lowest first, so a new QP does not take the
@@ -464,6 +477,14 @@ impl Driver for SroceDevice {
 
     fn dereg_mr(dev: &Device<Self>, mr: &SroceMemoryRegion) {
         mr::release(dev, mr);
+    }
+
+    fn alloc_mw(dev: &Device<Self>) -> Result {
+        dev.data().mws.take()
+    }
+
+    fn dealloc_mw(dev: &Device<Self>) {
+        dev.data().mws.give();
     }
 
     const PORT_STATS: &'static [StatDesc] = &counters::PORT_STATS;

@@ -30,8 +30,10 @@ pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
 
 /// Protection domains per device.
 pub(crate) const MAX_PD: u32 = 0x1_0000;
-/// Memory regions per device (below the 2^24 indices MR keys can name).
+/// Memory regions per device (below the 2^23 indices MR keys can name).
 pub(crate) const MAX_MR: u32 = 0x4_0000;
+/// Memory windows per device (below the 2^23 indices window keys can name).
+pub(crate) const MAX_MW: u32 = 0x4_0000;
 /// Largest memory region, in bytes: no limit of sroce's own, as in rxe.
 /// What a process can pin is bounded by its `RLIMIT_MEMLOCK` and the core's
 /// 2^32 pages per pinning.
@@ -82,6 +84,8 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
             | cap::PORT_ACTIVE_EVENT
             | cap::SRQ_RESIZE
             | cap::ATOMIC_WRITE
+            | cap::MEM_WINDOW
+            | cap::MEM_WINDOW_TYPE_2B
             | cap::SYS_IMAGE_GUID,
         max_sge: MAX_SGE,
         max_sge_rd: MAX_SGE,
@@ -95,7 +99,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         max_srq_wr: MAX_SRQ_WR,
         max_srq_sge: MAX_SRQ_SGE,
         max_ah: MAX_AH,
-        max_mw: 0x4_0000,
+        max_mw: MAX_MW,
         max_fast_reg_page_list_len: MAX_FAST_REG_PAGES,
         max_pkeys: 64,
         local_ca_ack_delay: 15,

@@ -87,6 +87,8 @@ impl QpInner {
 #[pin_data]
 pub(crate) struct SroceQp {
     qpn: u32,
+    /// Never reused (unlike `qpn`): what a type 2 memory window is bound to.
+    serial: u64,
     qp_type: QpType,
     /// Serialises the control operations (modify, session override),
     /// which prepare what they install while the data path runs.
@@ -118,6 +120,11 @@ impl SroceQp {
     /// The QP number.
     pub(crate) fn qpn(&self) -> u32 {
         self.qpn
+    }
+
+    /// The QP's serial number (see [`SroceDevice::next_qp_serial`]).
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// The QP's service type.
@@ -262,9 +269,11 @@ pub(crate) fn create(
         path_mtu: IbMtu::Mtu1024,
         ..QpAttrs::default()
     };
+    let serial = dev.data().next_qp_serial();
     Ok((
         try_pin_init!(SroceQp {
             qpn,
+            serial,
             qp_type: req.qp_type,
             control <- new_mutex!((), "sroce::qp_control"),
             inner <- new_spinlock_bh!(

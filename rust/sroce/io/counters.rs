@@ -74,6 +74,8 @@ pub(crate) enum Counter {
     LocalInv,
     /// Regions invalidated by a received SEND with invalidate.
     RemoteInv,
+    /// Memory windows bound (`IBV_WR_BIND_MW`, `ibv_bind_mw`).
+    MwBind,
     /// Received packets handled in the receive softirq (they found
     /// nothing queued before them and the QP idle).
     RcvdSoftirqPasses,
@@ -119,6 +121,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"fast_reg"),
     StatDesc::new(c"local_inv"),
     StatDesc::new(c"remote_inv"),
+    StatDesc::new(c"mw_bind"),
     StatDesc::new(c"rcvd_softirq_passes"),
     StatDesc::new(c"rcvd_worker_handoffs"),
     StatDesc::new(c"rcvd_drop_uc"),

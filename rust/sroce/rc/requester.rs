@@ -12,6 +12,7 @@ use crate::net::route::RouteCache;
 use crate::rdma::{
     access::Access,
     device::Device,
+    key_slots::is_window_key,
     qp::{Qp, QpState},
     rxe_abi::{SEND_WQE_HEADER, SGE_SIZE},
     wc::WcStatus,
@@ -96,9 +97,10 @@ pub(super) fn fail_unposted(rc: &mut RcState, status: WcStatus) {
     rc.sq.set_error();
 }
 
-/// Performs the local operation `tag` (fast registration or local
-/// invalidate) on a region of the QP's PD; `LocQpOpErr` if it is refused,
-/// as rxe reports it.
+/// Performs the local operation `tag` (fast registration, local
+/// invalidate of a region or a type 2 window, window binding) for the QP;
+/// a refused one fails with `LocQpOpErr` (`MwBindErr` for a binding), as
+/// rxe reports them.
 pub(super) fn perform_local(
     qp: &Qp<SroceDevice>,
     dev: &Device<SroceDevice>,
@@ -108,19 +110,31 @@ pub(super) fn perform_local(
     let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH) else {
         return Err(WcStatus::LocQpOpErr);
     };
-    let (done, counter) = match w.op {
-        SendOp::RegMr => (
-            dev.fast_register(
-                qp.pd(),
-                w.fast_reg.key,
-                Access::from_raw(w.fast_reg.access as kernel::ffi::c_int),
-            ),
-            Counter::FastReg,
-        ),
-        SendOp::LocalInv => (dev.invalidate_key(qp.pd(), w.imm_or_inv), Counter::LocalInv),
-        _ => return Err(WcStatus::LocQpOpErr),
+    let refused = WcStatus::LocQpOpErr;
+    let counter = match w.op {
+        SendOp::RegMr => {
+            let access = Access::from_raw(w.fast_reg.access as kernel::ffi::c_int);
+            dev.fast_register(qp.pd(), w.fast_reg.key, access)
+                .map_err(|_| refused)?;
+            Counter::FastReg
+        }
+        SendOp::LocalInv if is_window_key(w.imm_or_inv) => {
+            dev.invalidate_window(qp.pd(), w.imm_or_inv, None)
+                .map_err(|_| refused)?;
+            Counter::LocalInv
+        }
+        SendOp::LocalInv => {
+            dev.invalidate_key(qp.pd(), w.imm_or_inv)
+                .map_err(|_| refused)?;
+            Counter::LocalInv
+        }
+        SendOp::BindMw => {
+            dev.bind_window(qp.pd(), qp.data().serial(), &w.bind)
+                .map_err(|_| WcStatus::MwBindErr)?;
+            Counter::MwBind
+        }
+        _ => return Err(refused),
     };
-    done.map_err(|_| WcStatus::LocQpOpErr)?;
     dev.data().io.counters.inc(counter);
     Ok(())
 }
@@ -167,7 +181,7 @@ pub(super) fn wqe_op(op: SendOp) -> WqeOp {
         SendOp::CompareSwap => WqeOp::CompareSwap,
         SendOp::FetchAdd => WqeOp::FetchAdd,
         SendOp::AtomicWrite => WqeOp::AtomicWrite,
-        SendOp::LocalInv | SendOp::RegMr => WqeOp::Local,
+        SendOp::LocalInv | SendOp::RegMr | SendOp::BindMw => WqeOp::Local,
     }
 }
 

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::rdma::{
     access::Access,
+    key_slots::is_window_key,
     qp::Qp,
     queue::UserProducerQueue,
     rxe_abi::{RECV_WQE_HEADER, SGE_SIZE},
@@ -103,6 +104,8 @@ pub(super) fn execute(
 ) -> Outcome {
     let dev = qp.device();
     let access = inner.attrs.access_flags;
+    // Whom a type 2 memory window must be bound to.
+    let me = qp.data().serial();
     let QpInner { rings, rc, .. } = inner;
     let Some(rc) = rc.as_mut() else {
         return Outcome::Failed(NakCode::RemoteOperationalError);
@@ -134,17 +137,21 @@ pub(super) fn execute(
                 Err(_) => return Outcome::Failed(NakCode::RemoteOperationalError),
             }
             // SEND with invalidate (the IETH rides on the last packet):
-            // the key must name a fast-registration region of this PD.
+            // the key must name a fast-registration region of this PD, or
+            // a type 2 window bound to this QP.
             let Some(ieth) = h.ieth else {
                 return Outcome::Done;
             };
-            match dev.invalidate_key(qp.pd(), ieth.rkey) {
-                Ok(()) => {
-                    dev.data().io.counters.inc(Counter::RemoteInv);
-                    Outcome::Done
-                }
-                Err(_) => Outcome::Failed(NakCode::InvalidRequest),
+            let invalidated = if is_window_key(ieth.rkey) {
+                dev.invalidate_window(qp.pd(), ieth.rkey, Some(me)).is_ok()
+            } else {
+                dev.invalidate_key(qp.pd(), ieth.rkey).is_ok()
+            };
+            if !invalidated {
+                return Outcome::Failed(NakCode::InvalidRequest);
             }
+            dev.data().io.counters.inc(Counter::RemoteInv);
+            Outcome::Done
         }
         WorkKind::Write {
             va,
@@ -158,9 +165,10 @@ pub(super) fn execute(
                 return Outcome::Failed(NakCode::RemoteAccessError);
             }
             if first && dma_len > 0 {
-                let ok = dev.check_mr_access(
+                let ok = dev.check_remote_access(
                     rkey,
                     qp.pd(),
+                    me,
                     va,
                     u64::from(dma_len),
                     Access::REMOTE_WRITE,
@@ -179,17 +187,18 @@ pub(super) fn execute(
             let Some(data) = load(&mut rc.scratch, pkt, header_len, len) else {
                 return Outcome::Failed(NakCode::RemoteOperationalError);
             };
-            let mr = match dev.check_mr_access(
+            let (mr, at) = match dev.check_remote_access(
                 rkey,
                 qp.pd(),
+                me,
                 va,
                 u64::from(len),
                 Access::REMOTE_WRITE,
             ) {
-                Ok(mr) => mr,
+                Ok(found) => found,
                 Err(_) => return Outcome::Failed(NakCode::RemoteAccessError),
             };
-            match mr.copy_to(va, data) {
+            match mr.copy_to(at, data) {
                 Ok(()) => Outcome::Done,
                 Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
             }
@@ -201,7 +210,8 @@ pub(super) fn execute(
             if len == 0 {
                 return Outcome::Done;
             }
-            match dev.check_mr_access(rkey, qp.pd(), va, u64::from(len), Access::REMOTE_READ) {
+            let len = u64::from(len);
+            match dev.check_remote_access(rkey, qp.pd(), me, va, len, Access::REMOTE_READ) {
                 Ok(_) => Outcome::Done,
                 Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
             }
@@ -210,17 +220,18 @@ pub(super) fn execute(
             if access & Access::REMOTE_WRITE.bits() == 0 {
                 return Outcome::Failed(NakCode::RemoteAccessError);
             }
-            let mr = match dev.check_mr_access(rkey, qp.pd(), va, 8, Access::REMOTE_WRITE) {
-                Ok(mr) => mr,
-                Err(_) => return Outcome::Failed(NakCode::RemoteAccessError),
-            };
+            let (mr, at) =
+                match dev.check_remote_access(rkey, qp.pd(), me, va, 8, Access::REMOTE_WRITE) {
+                    Ok(found) => found,
+                    Err(_) => return Outcome::Failed(NakCode::RemoteAccessError),
+                };
             let Some(data) = load(&mut rc.scratch, pkt, header_len, 8) else {
                 return Outcome::Failed(NakCode::RemoteOperationalError);
             };
             let mut value = [0u8; 8];
             value.copy_from_slice(data);
             // The payload's bytes land as they are.
-            match mr.atomic_write(va, u64::from_ne_bytes(value)) {
+            match mr.atomic_write(at, u64::from_ne_bytes(value)) {
                 Ok(()) => Outcome::Done,
                 Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
             }
@@ -235,14 +246,15 @@ pub(super) fn execute(
             if access & Access::REMOTE_ATOMIC.bits() == 0 {
                 return Outcome::Failed(NakCode::RemoteAccessError);
             }
-            let mr = match dev.check_mr_access(rkey, qp.pd(), va, 8, Access::REMOTE_ATOMIC) {
-                Ok(mr) => mr,
-                Err(_) => return Outcome::Failed(NakCode::RemoteAccessError),
-            };
+            let (mr, at) =
+                match dev.check_remote_access(rkey, qp.pd(), me, va, 8, Access::REMOTE_ATOMIC) {
+                    Ok(found) => found,
+                    Err(_) => return Outcome::Failed(NakCode::RemoteAccessError),
+                };
             let r = if compare_swap {
-                mr.atomic_compare_swap(va, compare, swap_add)
+                mr.atomic_compare_swap(at, compare, swap_add)
             } else {
-                mr.atomic_fetch_add(va, swap_add)
+                mr.atomic_fetch_add(at, swap_add)
             };
             match r {
                 Ok(orig) => Outcome::Atomic(orig),
@@ -434,6 +446,7 @@ pub(super) fn reply_flow(rc: &RcState, ingress: i32) -> io::Flow {
 /// requester times out and asks again, and gets a NAK then.
 pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, budget: &mut u32) {
     let dev = qp.device();
+    let me = qp.data().serial();
     let QpInner { rc, routes, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let flow = reply_flow(rc, rc.read_ingress);
@@ -454,10 +467,11 @@ pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, bud
             let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
             continue;
         }
-        let mr = dev.check_mr_access(p.rkey, qp.pd(), p.va, u64::from(p.len), Access::REMOTE_READ);
-        let Ok(mr) = mr else { continue };
+        let len = u64::from(p.len);
+        let found = dev.check_remote_access(p.rkey, qp.pd(), me, p.va, len, Access::REMOTE_READ);
+        let Ok((mr, at)) = found else { continue };
         let _ = send_packet(dev, routes, &flow, &h, p.len as usize, |out| {
-            mr.copy_from(p.va, out)
+            mr.copy_from(at, out)
         });
     }
 }
