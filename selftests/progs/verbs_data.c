@@ -925,8 +925,9 @@ static int rereg(struct ibv_mr *mr, uint32_t flags, struct ibv_pd *pd, void *add
 /*
  * Re-registering B's memory region: new rights and a new PD take effect in
  * place (same keys), a new translation gives new keys over the new memory
- * (sroce; rxe 7.3 refuses it), and write rights on pages pinned for reading
- * are refused (EACCES). Error completions: a clean wire only.
+ * (sroce; rxe 7.3 refuses it), write rights on pages pinned for reading
+ * are refused (EACCES), and so is any change while a memory window is bound
+ * to the region (EBUSY, sroce). Error completions: a clean wire only.
  */
 static void test_rereg(void)
 {
@@ -1004,6 +1005,32 @@ static void test_rereg(void)
 	rc = ro ? rereg(ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &rkey) : -1;
 	CHECK(rc == EACCES, "write rights on memory pinned for reading: EACCES (%s)", strerror(rc));
+
+	/* A region a memory window is bound to keeps its rights and PD until
+	 * the window goes (sroce; rxe 7.3 does not check). */
+	if (!rxe_b) {
+		struct ibv_mr *wmr = ibv_reg_mr(B.pd, mem2, 4096,
+						IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		struct ibv_mw *mw = wmr ? ibv_alloc_mw(B.pd, IBV_MW_TYPE_1) : NULL;
+		struct ibv_mw_bind bind = {
+			.wr_id = 267, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = wmr, .addr = (uintptr_t)mem2, .length = 4096,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_READ },
+		};
+
+		CHECK(connect_pair() == 0 && mw && ibv_bind_mw(B.qp, mw, &bind) == 0 &&
+		      expect_wc(B.scq, 267, IBV_WC_SUCCESS, IBV_WC_BIND_MW, NULL),
+		      "a window bound to a new region");
+		rc = wmr ? rereg(wmr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				 IBV_ACCESS_LOCAL_WRITE, &rkey) : -1;
+		CHECK(rc == EBUSY, "new rights while the window is bound: EBUSY (%s)", strerror(rc));
+		CHECK(mw && ibv_dealloc_mw(mw) == 0, "the window deallocated");
+		rc = wmr ? rereg(wmr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				 IBV_ACCESS_LOCAL_WRITE, &rkey) : -1;
+		CHECK(rc == 0, "then the new rights are taken (%s)", strerror(rc));
+		if (wmr)
+			ibv_dereg_mr(wmr);
+	}
 out:
 	if (ro)
 		ibv_dereg_mr(ro);
