@@ -508,17 +508,18 @@ wait_listen() {
 	done
 }
 
-# wait_cm_listen PID [SECONDS=20]: wait until process PID (the last bg_in
-# server) has an rdma_cm ID listening. A connection request that comes
+# wait_cm_listen PID [SECONDS=20] [NS]: wait until process PID (the last
+# bg_in server, in namespace NS) has an rdma_cm ID listening (listed from
+# NS: in exclusive netns mode only there). A connection request that comes
 # earlier is rejected by the IB CM with "invalid service ID" (reject reason
 # 8, RDMA_CM_EVENT_REJECTED with status 8): a fixed sleep loses that race
 # on a slow VM, and so does waiting for any listener of the same program
 # (another test's server may still be going away). Fails early if the
 # server exits.
 wait_cm_listen() {
-	local pid=$1 deadline=$((SECONDS + ${2:-20} * SCALE)) rc=0
+	local pid=$1 deadline=$((SECONDS + ${2:-20} * SCALE)) ns=${3:--} rc=0
 	while :; do
-		if rdma resource show cm_id 2>/dev/null |
+		if in_ns "$ns" rdma resource show cm_id 2>/dev/null |
 			awk -v p="pid $pid" '/state LISTEN/ && index($0 " ", " " p " ") { found = 1 } END { exit !found }'; then
 			return 0
 		fi
@@ -527,7 +528,7 @@ wait_cm_listen() {
 			sed 's/^/#   /' "$BG_LOG"
 			fail "'$BG_CMD' exited with status $rc before listening: $(tail -n 3 "$BG_LOG" | tr '\n' ' ')"
 		fi
-		((SECONDS < deadline)) || fail "no rdma_cm listener of process $pid after ${2:-20} s: $(rdma resource show cm_id 2>&1 | tr '\n' ';')"
+		((SECONDS < deadline)) || fail "no rdma_cm listener of process $pid after ${2:-20} s: $(in_ns "$ns" rdma resource show cm_id 2>&1 | tr '\n' ';')"
 		sleep 0.2
 	done
 }
@@ -665,7 +666,7 @@ cm_run_pair() {
 	read -ra carr <<<"$ccmd"
 	bg_in "$sns" "$TEST_TMP/server.log" "${sarr[@]}"
 	srv=$BG_PID
-	wait_cm_listen "$srv"
+	wait_cm_listen "$srv" 20 "$sns"
 	in_ns "$cns" timeout $((60 * SCALE)) "${carr[@]}" >"$TEST_TMP/client.log" 2>&1 || rc=$?
 	_end_pair "$srv" "$rc" "$sns" "$scmd" "$cns" "$ccmd"
 }
