@@ -6,8 +6,9 @@
 //! A key (an MR's lkey and rkey are equal, as in rxe; a window has an rkey)
 //! is `index << 8 | variant`: `index` is the object's slot, so a key from
 //! a work request or a packet finds its object in O(1); `variant` tells
-//! successive objects of one slot apart, so a stale key does not reach a
-//! later one. Regions and windows take their indices from disjoint ranges
+//! successive regions of one slot apart, so a stale key does not reach a
+//! later one. (A window's variant is what its last bind chose, so stale
+//! window keys are told apart by the window's PD and state, not by it.) Regions and windows take their indices from disjoint ranges
 //! ([`MR_INDICES`], [`MW_INDICES`]), so a key's index alone says which
 //! table to look in. Indices are handed out cyclically within a range, and
 //! the variant is the number of times the range wrapped, so one slot is

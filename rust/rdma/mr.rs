@@ -30,7 +30,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     sync::{
-        atomic::{Atomic, Full, Relaxed},
+        atomic::{Atomic, Full, Relaxed, Release},
         Completion, Refcount,
     },
     types::Opaque,
@@ -152,11 +152,6 @@ impl<T: Driver> Mr<T> {
         self.windows.fetch_sub(1u32, Full);
     }
 
-    /// Whether windows are bound to the region now.
-    fn has_windows(&self) -> bool {
-        self.windows.load(Relaxed) != 0
-    }
-
     /// Drops one reference; the last one completes `unused`.
     fn put(&self) {
         if self.users.dec_and_test() {
@@ -180,7 +175,7 @@ impl<T: Driver> Mr<T> {
     }
 
     /// The driver's data.
-    #[expect(dead_code, reason = "for memory windows and debugfs")]
+    #[expect(dead_code, reason = "for debugfs")]
     pub(crate) fn data(&self) -> &T::Mr {
         &self.data
     }
@@ -248,8 +243,8 @@ impl<T: Driver> MrRef<T> {
     ///
     /// # Safety
     ///
-    /// `mr`'s memory must be valid for the call: the caller found it in the
-    /// key table under RCU.
+    /// `mr`'s memory must be valid for the call (the caller found it in the
+    /// key table under RCU, or holds a window's binding to it).
     pub(super) unsafe fn try_new(mr: NonNull<Mr<T>>, key: u32) -> Option<Self> {
         // SAFETY: the memory is valid (caller); `Refcount` wraps a
         // `refcount_t` (transparent), which `refcount_inc_not_zero` takes.
@@ -455,6 +450,11 @@ unsafe fn try_reg_user<T: Driver>(
     if start % PAGE_SIZE as u64 != iova % PAGE_SIZE as u64 {
         return Err(EINVAL);
     }
+    // The region's addresses must not wrap (a type invariant of `Mr`; the
+    // core checks `start`, not the iova a process chose).
+    if iova.checked_add(length).is_none() {
+        return Err(EINVAL);
+    }
     // SAFETY: `pd` is live and its `device` is ours (function contract).
     let dev = unsafe { device_from_raw::<T>((*pd).device) };
     // SAFETY: a live PD that `pd::alloc` initialised.
@@ -471,6 +471,11 @@ unsafe fn try_reg_user<T: Driver>(
         )?))
     })
 }
+
+/// `ibv_rereg_mr`'s changes (`IB_MR_REREG_*`).
+const REREG_TRANS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS;
+const REREG_PD: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_PD;
+const REREG_ACCESS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
 
 /// `ib_device_ops.rereg_user_mr` (`ibv_rereg_mr`). A new translation
 /// (`IB_MR_REREG_TRANS`) is a new region: it is registered with the new
@@ -493,35 +498,55 @@ pub(super) unsafe extern "C" fn rereg_user<T: Driver>(
     pd: *mut bindings::ib_pd,
     _udata: *mut bindings::ib_udata,
 ) -> *mut bindings::ib_mr {
-    const TRANS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS;
-    const PD: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_PD;
-    const ACCESS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
     let flags = flags as u32;
-    if flags & !(TRANS | PD | ACCESS) != 0 {
+    if flags & !(REREG_TRANS | REREG_PD | REREG_ACCESS) != 0 {
         return EOPNOTSUPP.to_ptr();
     }
     // SAFETY: the core passes a live MR registered by `reg_user`.
     let this = unsafe { &*mr.cast::<Mr<T>>() };
-    if this.has_windows() {
-        // The windows' checks were made against this region (IBTA
-        // 10.6.7.2.3: unbind them first).
+    // No window may be bound while the region changes, nor bind meanwhile:
+    // the windows' checks were made against its PD and rights (IBTA
+    // 10.6.7.2.3: unbind them first).
+    if this.windows.cmpxchg(0, WINDOWS_CLOSED, Full).is_err() {
         return EBUSY.to_ptr();
     }
+    // SAFETY: forwarded from this function's contract.
+    let r = unsafe { rereg_closed::<T>(mr, flags, start, length, iova, access, pd) };
+    this.windows.store(0, Release);
+    r
+}
+
+/// `rereg_user` once windows are kept out of the region.
+///
+/// # Safety
+///
+/// As for `rereg_user`.
+unsafe fn rereg_closed<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    flags: u32,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: kernel::ffi::c_int,
+    pd: *mut bindings::ib_pd,
+) -> *mut bindings::ib_mr {
+    // SAFETY: the core passes a live MR registered by `reg_user`.
+    let this = unsafe { &*mr.cast::<Mr<T>>() };
     // SAFETY: a live MR's device is a live `Device<T>`.
     let dev = unsafe { device_from_raw::<T>((*mr).device) };
-    let pd = if flags & PD != 0 {
+    let pd = if flags & REREG_PD != 0 {
         pd
     } else {
         // SAFETY: a live MR's `pd` is its live PD (the core holds a use
         // count on it).
         unsafe { (*mr).pd }
     };
-    let access = if flags & ACCESS != 0 {
+    let access = if flags & REREG_ACCESS != 0 {
         Access::from_raw(access)
     } else {
         Access::from_bits(this.access.load(Relaxed))
     };
-    if flags & TRANS != 0 {
+    if flags & REREG_TRANS != 0 {
         // SAFETY: `pd` is a live PD of this device (function contract).
         return unsafe {
             try_reg_user::<T>(
@@ -552,7 +577,7 @@ pub(super) unsafe extern "C" fn rereg_user<T: Driver>(
         // translation (as the core's `ib_umem_check_rereg` says).
         return EACCES.to_ptr();
     }
-    if flags & PD != 0 {
+    if flags & REREG_PD != 0 {
         // SAFETY: `pd` is a live PD that `pd::alloc` initialised.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
         this.pd.store(core::ptr::from_ref(pd) as usize, Relaxed);

@@ -112,7 +112,8 @@ impl<T: Driver> Device<T> {
         self.mrs().get(lkey)
     }
 
-    /// The MR with remote key `rkey`.
+    /// The MR with remote key `rkey` (a region's; window rkeys go through
+    /// `check_remote_access`).
     #[expect(dead_code, reason = "the data path checks keys with check_mr_access")]
     pub(crate) fn mr_by_rkey(&self, rkey: u32) -> Option<MrRef<T>> {
         self.mrs().get(rkey)

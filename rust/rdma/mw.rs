@@ -112,8 +112,10 @@ impl<T: Driver> Binding<T> {
     /// if they are inside the window.
     fn translate(&self, iova: u64, len: u64) -> Option<u64> {
         if self.access.contains(Access::ZERO_BASED) {
-            // No overflow: `addr + length` is inside the region.
-            (iova.checked_add(len)? <= self.length).then(|| self.addr + iova)
+            if iova.checked_add(len)? > self.length {
+                return None;
+            }
+            self.addr.checked_add(iova)
         } else {
             let offset = iova.checked_sub(self.addr)?;
             (offset.checked_add(len)? <= self.length).then_some(iova)
@@ -239,7 +241,8 @@ pub(super) unsafe extern "C" fn alloc<T: Driver>(
             bindings::ib_mw_type_IB_MW_TYPE_2 => WindowType::Two,
             _ => return Err(EINVAL),
         };
-        let window = KBox::pin_init(Window::new(0, kind, pd), GFP_KERNEL)?;
+        // Charged to the process's memory cgroup, as its other objects are.
+        let window = KBox::pin_init(Window::new(0, kind, pd), GFP_KERNEL_ACCOUNT)?;
         T::alloc_mw(dev)?;
         let key = match dev.windows().slots.reserve() {
             Ok(k) => k,
@@ -361,10 +364,14 @@ impl<T: Driver> Device<T> {
             .union(Access::REMOTE_WRITE)
             .union(Access::REMOTE_ATOMIC)
             .union(Access::ZERO_BASED);
-        let access = Access::from_bits(req.access);
-        if access.without(rights) != Access::NONE {
+        // Local rights mean nothing to a window; programs pass them along
+        // (rxe accepts them too) and they are dropped.
+        let local = Access::LOCAL_WRITE.union(Access::MW_BIND);
+        let given = Access::from_bits(req.access);
+        if given.without(rights.union(local)) != Access::NONE {
             return Err(BindError::BadRights);
         }
+        let access = given.without(local);
         let region = if req.length > 0 {
             Some(self.mrs().get(req.region_key).ok_or(BindError::BadRegion)?)
         } else {

@@ -34,13 +34,15 @@ use crate::rdma::{
     ucontext::UContext,
     udata::UData,
 };
-use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     debugfs::Scope,
     id_pool::IdPool,
     new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, Mutex, SpinLockIrq},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex, SpinLockIrq,
+    },
 };
 
 /// `RDMA_DRIVER_RXE`: rdma-core picks its `rxe` provider library by this id,
@@ -74,7 +76,7 @@ pub(crate) struct SroceDevice {
     mws: Budget,
     /// The next queue pair serial number: what a type 2 memory window is
     /// bound to (QP numbers are reused, serials never).
-    qp_serials: AtomicU64,
+    qp_serials: Atomic<u64>,
     /// Live queue pairs by number (index `qpn - QPN_BASE`), for the
     /// receive path (any context); grows as numbers are handed out.
     #[pin]
@@ -144,7 +146,7 @@ impl SroceDevice {
             ),
             mrs: Budget::new(limits::MAX_MR),
             mws: Budget::new(limits::MAX_MW),
-            qp_serials: AtomicU64::new(1),
+            qp_serials: Atomic::new(1),
             qps <- SlotTable::new(),
             gsi <- new_spinlock_irq!(None, "sroce::gsi"),
             ahs <- SlotTable::new(),
@@ -163,7 +165,7 @@ impl SroceDevice {
 impl SroceDevice {
     /// A serial number for a new queue pair, never reused (a `u64`).
     pub(crate) fn next_qp_serial(&self) -> u64 {
-        self.qp_serials.fetch_add(1, Ordering::Relaxed)
+        self.qp_serials.fetch_add(1, Relaxed)
     }
 
     /// A free queue pair number (QPs 0 and 1 are the special management

@@ -30,7 +30,7 @@ pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
 
 /// Protection domains per device.
 pub(crate) const MAX_PD: u32 = 0x1_0000;
-/// Memory regions per device (below the 2^23 indices MR keys can name).
+/// Memory regions per device (below the 2^23 - 1 indices MR keys can name).
 pub(crate) const MAX_MR: u32 = 0x4_0000;
 /// Memory windows per device (below the 2^23 indices window keys can name).
 pub(crate) const MAX_MW: u32 = 0x4_0000;

@@ -14,9 +14,9 @@ use crate::rdma::{
 };
 use kernel::prelude::*;
 
-/// Rights sroce implements. `MW_BIND` is accepted (it only matters to
-/// memory windows, which bind nothing yet), as are `ZERO_BASED` (the iova
-/// is taken as given) and the `HUGETLB` hint.
+/// Rights sroce implements. `MW_BIND` lets memory windows bind to the
+/// region; `ZERO_BASED` is accepted (the iova is taken as given), as is
+/// the `HUGETLB` hint.
 const UNDERSTOOD: Access = Access::LOCAL_WRITE
     .union(Access::REMOTE_WRITE)
     .union(Access::REMOTE_READ)

@@ -211,6 +211,20 @@ static int basic(struct ibv_context *ctx)
 	expect_fail(pd, buf, page, IBV_ACCESS_REMOTE_ATOMIC, EINVAL,
 		    "remote atomic without local write");
 	expect_fail(pd, buf, 0, lw, EINVAL, "zero length");
+	{
+		/* An iova range that wraps past 2^64 (the core checks the
+		 * address, not the iova). */
+		struct ibv_mr *mr;
+
+		errno = 0;
+		mr = ibv_reg_mr_iova(pd, buf, 2 * page, (uint64_t)0 - page, lw);
+		EXPECT(!mr && errno == EINVAL, "an iova range that wraps: %s, expected %s",
+		       mr ? "registered" : strerror(errno), strerror(EINVAL));
+		if (mr)
+			ibv_dereg_mr(mr);
+		else
+			printf("an iova range that wraps: %s as expected\n", strerror(errno));
+	}
 	expect_fail(pd, buf, page, lw | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP,
 		    "on-demand paging");
 	{

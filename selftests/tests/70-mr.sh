@@ -1,9 +1,9 @@
 #!/bin/bash
 # Memory regions through the rxe provider library: registrations of several
 # sizes, alignments and rights with distinct non-zero keys; the errors of bad
-# ones (unmapped memory, rights the verbs forbid, zero length,
-# RLIMIT_MEMLOCK); and no pinned page left behind, whether the program
-# deregisters or just exits.
+# ones (unmapped memory, rights the verbs forbid, zero length, an iova range
+# that wraps, RLIMIT_MEMLOCK); and no pinned page left behind, whether the
+# program deregisters or just exits.
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
