@@ -98,18 +98,8 @@ static int open_side(struct side *s, const char *dev, int gid_index)
 	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-	s->ctx = open_device_by_name(dev);
-	if (!s->ctx) {
-		fprintf(stderr, "cannot open %s\n", dev);
-		return -1;
-	}
 	s->gid_index = gid_index;
-	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	if (!s->pd || !s->scq || !s->rcq)
+	if (open_port(dev, gid_index, 64, &s->ctx, &s->gid, &s->pd, &s->scq, &s->rcq))
 		return -1;
 	s->mr = reg(s, &s->buf, all);
 	s->nowr_mr = reg(s, &s->nowr, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);

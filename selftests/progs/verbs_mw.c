@@ -101,19 +101,7 @@ static uint32_t psn = 0x1000;
 static uint64_t wrid;
 
 /* A check only sroce is held to: under "rxe", a failure is a note. */
-#define CHECK_SROCE(cond, ...)                                                 \
-	do {                                                                   \
-		if (cond) {                                                    \
-			printf("ok   ");                                       \
-		} else if (rxe_ref) {                                          \
-			printf("note: rxe differs: ");                         \
-		} else {                                                       \
-			printf("FAIL ");                                       \
-			failures++;                                            \
-		}                                                              \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-	} while (0)
+#define CHECK_SROCE(cond, ...) CHECK_OR_NOTE(rxe_ref, cond, __VA_ARGS__)
 
 static const char *st(int r)
 {
@@ -150,18 +138,10 @@ static int b_intact(void)
 
 static int open_side(struct side *s, const char *dev, int gid_index, int access)
 {
-	s->ctx = open_device_by_name(dev);
-	if (!s->ctx) {
-		fprintf(stderr, "cannot open %s\n", dev);
-		return -1;
-	}
 	s->gid_index = gid_index;
-	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
+	if (open_port(dev, gid_index, 64, &s->ctx, &s->gid, &s->pd, &s->scq, &s->rcq))
 		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	if (!s->pd || !s->scq || !s->rcq || posix_memalign((void **)&s->buf, 4096, BUF_SIZE))
+	if (posix_memalign((void **)&s->buf, 4096, BUF_SIZE))
 		return -1;
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, access);
 	return s->mr ? 0 : -1;

@@ -67,18 +67,10 @@ static int expect_wc(struct ibv_cq *cq, uint64_t wr_id, int opcode, struct ibv_w
 
 static int open_side(struct side *s, const char *dev, int gid_index)
 {
-	s->ctx = open_device_by_name(dev);
-	if (!s->ctx) {
-		fprintf(stderr, "cannot open %s\n", dev);
-		return -1;
-	}
 	s->gid_index = gid_index;
-	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
+	if (open_port(dev, gid_index, 64, &s->ctx, &s->gid, &s->pd, &s->scq, &s->rcq))
 		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	if (!s->pd || !s->scq || !s->rcq || posix_memalign((void **)&s->buf, 4096, BUF_SIZE))
+	if (posix_memalign((void **)&s->buf, 4096, BUF_SIZE))
 		return -1;
 	memset(s->buf, 0, BUF_SIZE);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE,
