@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The C headers bindgen turns into rust/rdma/bindings_generated.rs. */
 #include <linux/crc32.h>
+#include <linux/etherdevice.h>
 #include <linux/if_arp.h>
 #include <linux/inet.h>
 #include <linux/ip.h>

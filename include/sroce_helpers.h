@@ -66,6 +66,11 @@ struct net_device *sroce_skb_dev(const struct sk_buff *skb);
 void sroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto);
 void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
+int sroce_dev_hard_header(struct sk_buff *skb, struct net_device *ndev, u16 type,
+			  const u8 *daddr, unsigned int len);
+int sroce_dev_queue_xmit(struct sk_buff *skb);
+struct sk_buff *sroce_skb_share_check(struct sk_buff *skb);
+bool sroce_skb_for_other_host(const struct sk_buff *skb);
 struct net_device *sroce_dev_by_addr4(struct net *net, __be32 addr);
 struct nlattr *sroce_nla_nest_start(struct sk_buff *skb, int attrtype);
 void sroce_nla_nest_end(struct sk_buff *skb, struct nlattr *start);
@@ -77,7 +82,8 @@ struct dst_entry *sroce_dst_check(struct dst_entry *dst, u32 cookie);
 u32 sroce_dst_cookie6(struct dst_entry *dst);
 struct mm_struct *sroce_charge_pinned(unsigned long npages);
 void sroce_uncharge_pinned(struct mm_struct *mm, unsigned long npages);
-int sroce_roce_v2_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16]);
+int sroce_roce_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16], bool *roce_v1);
+bool sroce_has_roce_v1_gid(struct ib_device *dev, u32 port, const u8 gid[16]);
 
 /* Generic netlink (rust/net/genl.rs). */
 struct sk_buff *sroce_genlmsg_new_default(void);

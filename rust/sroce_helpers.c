@@ -46,22 +46,36 @@ void sroce_dev_put(struct net_device *ndev)
 }
 
 /*
- * Copies the RoCE v2 GID at @index of @port's table into @gid: 0, or
- * -ENOENT if the slot is empty or of another type.
+ * Copies the RoCE GID at @index of @port's table into @gid and sets
+ * @roce_v1 to whether it is of type RoCE v1 (else RoCE v2): 0, or -ENOENT
+ * if the slot is empty or of another type.
  */
-int sroce_roce_v2_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16])
+int sroce_roce_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16], bool *roce_v1)
 {
 	const struct ib_gid_attr *attr = rdma_get_gid_attr(dev, port, index);
 	int ret = -ENOENT;
 
 	if (IS_ERR(attr))
 		return -ENOENT;
-	if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP) {
+	if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP || attr->gid_type == IB_GID_TYPE_ROCE) {
 		memcpy(gid, attr->gid.raw, 16);
+		*roce_v1 = attr->gid_type == IB_GID_TYPE_ROCE;
 		ret = 0;
 	}
 	rdma_put_gid_attr(attr);
 	return ret;
+}
+
+/* Whether @gid is a RoCE v1 GID of @port's table. Any context. */
+bool sroce_has_roce_v1_gid(struct ib_device *dev, u32 port, const u8 gid[16])
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(dev, (const union ib_gid *)gid, IB_GID_TYPE_ROCE, port, NULL);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
 }
 
 /*
@@ -260,6 +274,27 @@ void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto)
 void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
 {
 	skb_dst_set(skb, dst);
+}
+
+int sroce_dev_hard_header(struct sk_buff *skb, struct net_device *ndev, u16 type,
+			  const u8 *daddr, unsigned int len)
+{
+	return dev_hard_header(skb, ndev, type, daddr, NULL, len);
+}
+
+int sroce_dev_queue_xmit(struct sk_buff *skb)
+{
+	return dev_queue_xmit(skb);
+}
+
+struct sk_buff *sroce_skb_share_check(struct sk_buff *skb)
+{
+	return skb_share_check(skb, GFP_ATOMIC);
+}
+
+bool sroce_skb_for_other_host(const struct sk_buff *skb)
+{
+	return skb->pkt_type == PACKET_OTHERHOST;
 }
 
 struct dst_entry *sroce_dst_clone(struct dst_entry *dst)

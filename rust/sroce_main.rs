@@ -22,9 +22,15 @@ use kernel::{
     prelude::*,
     sync::Arc,
 };
-use net::{genl::FamilyRegistration, netns::PernetRegistration};
+use net::{ether::EthertypeReceiver, genl::FamilyRegistration, netns::PernetRegistration};
 use rdma::{device::Registry, link::LinkRegistration, notifier::NetdevNotifier};
-use sroce::{io::sockets::SocketTable, link::SroceDriver};
+use sroce::{
+    io::{
+        roce_v1::{self, RoceV1Rx},
+        sockets::SocketTable,
+    },
+    link::SroceDriver,
+};
 
 module! {
     type: SroceModule,
@@ -33,6 +39,12 @@ module! {
     description: "Software RoCEv2 RDMA provider with multi-session QPs",
     license: "GPL",
     alias: ["rdma-link-sroce"],
+    params: {
+        roce_v1: bool {
+            default: false,
+            description: "Devices created while set also speak RoCE v1 (Ethertype 0x8915, GRH, one Ethernet segment) beside RoCEv2; their GID tables list both types",
+        },
+    },
 }
 
 struct SroceModule {
@@ -43,6 +55,8 @@ struct SroceModule {
     notifier: Option<NetdevNotifier<SroceDriver>>,
     pernet: Option<PernetRegistration<SocketTable>>,
     genl: Option<FamilyRegistration<SroceDriver>>,
+    /// RoCE v1 frames' receive hook, with the module parameter `roce_v1`.
+    roce_v1_rx: Option<EthertypeReceiver<RoceV1Rx>>,
 }
 
 impl kernel::Module for SroceModule {
@@ -68,6 +82,19 @@ impl kernel::Module for SroceModule {
         // The notifier first: a device may only exist while something will
         // remove it when its net device goes away.
         let notifier = NetdevNotifier::new(driver.clone())?;
+        // Before any device: RoCE v1 frames have a receiver when one
+        // speaks it.
+        let roce_v1_rx = if module_parameters::roce_v1.value() {
+            let rx = Arc::new(
+                RoceV1Rx {
+                    devices: driver.registry.clone(),
+                },
+                GFP_KERNEL,
+            )?;
+            Some(EthertypeReceiver::new(roce_v1::ETHERTYPE, rx)?)
+        } else {
+            None
+        };
         let link = LinkRegistration::new(driver.clone())?;
         // The control interface (generic netlink family "sroce").
         let genl = FamilyRegistration::new(driver.clone(), module)?;
@@ -79,6 +106,7 @@ impl kernel::Module for SroceModule {
             notifier: Some(notifier),
             pernet: Some(pernet),
             genl: Some(genl),
+            roce_v1_rx,
         })
     }
 }
@@ -90,6 +118,7 @@ impl Drop for SroceModule {
         drop(self.genl.take());
         drop(self.link.take());
         self.driver.registry.unregister_all();
+        drop(self.roce_v1_rx.take());
         drop(self.notifier.take());
         // Devices closed their sockets as they went (each close waits for
         // running receive callbacks); any left belong to nothing now.

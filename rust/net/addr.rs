@@ -36,6 +36,32 @@ impl IpAddr {
     }
 }
 
+impl IpAddr {
+    /// The address a RoCE GID stands for: IPv4 for an IPv4-mapped GID
+    /// (`::ffff:a.b.c.d`), else the GID itself as IPv6.
+    pub(crate) fn from_gid(gid: &[u8; 16]) -> Self {
+        if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
+            IpAddr::V4([gid[12], gid[13], gid[14], gid[15]])
+        } else {
+            IpAddr::V6(*gid)
+        }
+    }
+
+    /// The RoCE GID of the address (the inverse of [`Self::from_gid`]).
+    pub(crate) fn gid(&self) -> [u8; 16] {
+        match self {
+            IpAddr::V4(a) => {
+                let mut g = [0u8; 16];
+                g[10] = 0xff;
+                g[11] = 0xff;
+                g[12..].copy_from_slice(a);
+                g
+            }
+            IpAddr::V6(g) => *g,
+        }
+    }
+}
+
 impl fmt::Display for IpAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

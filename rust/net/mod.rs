@@ -13,11 +13,13 @@
 //! callback ([`udp_tunnel::TunnelSocket`]), network namespaces and their
 //! teardown ([`netns`]), routes ([`route::Route`]), building and sending
 //! IP/UDP datagrams whose headers the caller sees before they leave
-//! ([`xmit`]), and the kernel's CRC-32 ([`crc32::KernelCrc32`]). It shares
+//! ([`xmit`]), Ethernet frames of an Ethertype of one's own ([`ether`]),
+//! and the kernel's CRC-32 ([`crc32::KernelCrc32`]). It shares
 //! the bindgen output of `rdma/` (one run over `include/sroce_bindings.h`).
 
 pub(crate) mod addr;
 pub(crate) mod crc32;
+pub(crate) mod ether;
 pub(crate) mod genl;
 pub(crate) mod netns;
 pub(crate) mod port_reservation;

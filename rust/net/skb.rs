@@ -101,6 +101,25 @@ impl SkBuff {
         }
     }
 
+    /// Advances the data pointer past the first `n` bytes (a header that
+    /// was read), making them linear first. Fails like
+    /// [`Self::pull_linear`]. The skb's own pointers change, not its data,
+    /// so this is fine on a clone.
+    pub(crate) fn pull(&mut self, n: usize) -> Result {
+        self.pull_linear(n)?;
+        // SAFETY: the first `n` bytes are linear (just checked), so
+        // `skb_pull` only moves `data` forward within the head.
+        unsafe { bindings::skb_pull(self.as_raw(), n as u32) };
+        Ok(())
+    }
+
+    /// Whether the frame was addressed to another host's MAC address (seen
+    /// only by a device in promiscuous mode).
+    pub(crate) fn is_for_other_host(&self) -> bool {
+        // SAFETY: reads a field of a live skb we own.
+        unsafe { bindings::sroce_skb_for_other_host(self.as_raw()) }
+    }
+
     /// Feeds the bytes `from..to` (offsets from the data pointer), linear
     /// part and page fragments alike, to `f` in order, without copying.
     /// Returns how many bytes were fed: less than `to - from` if the skb is

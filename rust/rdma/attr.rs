@@ -250,4 +250,7 @@ pub(crate) struct PortImmutable {
     pub(crate) gid_tbl_len: u32,
     /// Largest MAD the port handles.
     pub(crate) max_mad_size: u32,
+    /// The port also speaks RoCE v1 (its GID table gets entries of both
+    /// types).
+    pub(crate) roce_v1: bool,
 }

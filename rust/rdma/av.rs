@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Address vectors: where a RoCEv2 packet goes, taken from the core's
+//! Address vectors: where a RoCE packet goes, taken from the core's
 //! `rdma_ah_attr` (which the core has already resolved: source GID entry and
 //! destination MAC).
 
 use super::bindings;
 use kernel::prelude::*;
 
-/// A resolved RoCEv2 destination.
+/// A resolved RoCE destination.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct AddressVector {
     /// Destination GID (an IPv6 address, or an IPv4-mapped one).
@@ -26,13 +26,16 @@ pub(crate) struct AddressVector {
     pub(crate) dmac: [u8; 6],
     /// Service level.
     pub(crate) sl: u8,
+    /// RoCE v1 (the source GID is of that type): Ethernet frames with a
+    /// GRH, no IP or UDP.
+    pub(crate) roce_v1: bool,
 }
 
 impl AddressVector {
     /// Reads a RoCE address from the core's attribute.
     ///
-    /// RoCEv2 needs a GRH and a source GID of type RoCE v2; anything else is
-    /// `EINVAL`.
+    /// RoCE needs a GRH and a source GID of type RoCE v2 or (on a device
+    /// that has them) RoCE v1; anything else is `EINVAL`.
     pub(super) fn from_ah_attr(a: &bindings::rdma_ah_attr) -> Result<Self> {
         if a.type_ != bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
             || u32::from(a.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH == 0
@@ -43,9 +46,11 @@ impl AddressVector {
         // SAFETY: the core holds a reference on the source GID entry for as
         // long as the attribute lives (our caller's scope).
         let sgid_attr = unsafe { &*a.grh.sgid_attr };
-        if sgid_attr.gid_type != bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
-            return Err(EINVAL);
-        }
+        let roce_v1 = match sgid_attr.gid_type {
+            bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP => false,
+            bindings::ib_gid_type_IB_GID_TYPE_ROCE => true,
+            _ => return Err(EINVAL),
+        };
         // SAFETY: `ib_gid` is a union of byte views of the same 16 bytes.
         let (dgid, sgid) = unsafe { (a.grh.dgid.raw, sgid_attr.gid.raw) };
         // SAFETY: for RoCE attributes the `roce` member is the active one.
@@ -59,6 +64,7 @@ impl AddressVector {
             traffic_class: a.grh.traffic_class,
             dmac,
             sl: a.sl,
+            roce_v1,
         })
     }
 

@@ -283,15 +283,29 @@ impl<T: Driver> Device<T> {
         }
     }
 
-    /// The RoCE v2 GID at `index` of `port`'s table, if that slot holds
-    /// one.
-    pub(crate) fn roce_v2_gid(&self, port: u32, index: u8) -> Option<[u8; 16]> {
+    /// The RoCE GID at `index` of `port`'s table, if that slot holds one,
+    /// and whether it is of type RoCE v1 (else v2).
+    pub(crate) fn roce_gid(&self, port: u32, index: u8) -> Option<([u8; 16], bool)> {
         let mut gid = [0u8; 16];
-        // SAFETY: a live ib_device; `gid` has the 16 bytes written.
+        let mut roce_v1 = false;
+        // SAFETY: a live ib_device; `gid` has the 16 bytes and `roce_v1`
+        // the flag written.
         let r = unsafe {
-            bindings::sroce_roce_v2_gid(self.as_raw(), port, u32::from(index), gid.as_mut_ptr())
+            bindings::sroce_roce_gid(
+                self.as_raw(),
+                port,
+                u32::from(index),
+                gid.as_mut_ptr(),
+                &mut roce_v1,
+            )
         };
-        (r == 0).then_some(gid)
+        (r == 0).then_some((gid, roce_v1))
+    }
+
+    /// Whether `gid` is a RoCE v1 GID of `port`'s table. Any context.
+    pub(crate) fn has_roce_v1_gid(&self, port: u32, gid: &[u8; 16]) -> bool {
+        // SAFETY: a live ib_device; `gid` is 16 readable bytes.
+        unsafe { bindings::sroce_has_roce_v1_gid(self.as_raw(), port, gid.as_ptr()) }
     }
 
     /// The link speed and width of `port`, derived from its net device.
@@ -824,6 +838,9 @@ impl<T: Driver> VTable<T> {
             // SAFETY: `out` points to a valid struct owned by the caller.
             let out = unsafe { &mut *out };
             out.core_cap_flags = bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+            if im.roce_v1 {
+                out.core_cap_flags |= bindings::RDMA_CORE_PORT_IBA_ROCE;
+            }
             out.pkey_tbl_len = i32::try_from(im.pkey_tbl_len).map_err(|_| EINVAL)?;
             out.gid_tbl_len = i32::try_from(im.gid_tbl_len).map_err(|_| EINVAL)?;
             out.max_mad_size = im.max_mad_size;

@@ -454,6 +454,9 @@ fn embedded_av(av: &bindings::rxe_av) -> Option<AddressVector> {
         traffic_class: av.grh.traffic_class,
         dmac: av.dmac,
         sl: 0,
+        // Decided by the source GID's type, which the caller reads from
+        // the device's table.
+        roce_v1: false,
     })
 }
 

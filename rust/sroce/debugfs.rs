@@ -131,6 +131,7 @@ fn xmit(d: &DevDebug, reader: &mut UserSliceReader) -> Result {
         tclass: 0,
         hop_limit: 64,
         out: io::OutPort::Device,
+        encap: io::Encap::RoceV2,
     };
     let psn = d.psn.fetch_add(1, Ordering::Relaxed);
     d.registry

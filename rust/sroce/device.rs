@@ -100,6 +100,10 @@ pub(crate) struct SroceDevice {
     /// read under QP locks, in the receive softirq too.
     #[pin]
     pub(crate) sessions: SpinLockIrq<SessionDefaults>,
+    /// Whether the device speaks RoCE v1 beside RoCEv2 (module parameter
+    /// `roce_v1` when it was created; fixed for its life, like its GID
+    /// types).
+    pub(crate) roce_v1: bool,
 }
 
 /// One past the highest queue pair number handed out.
@@ -127,6 +131,7 @@ impl SroceDevice {
         id: u32,
         rx_opcodes: Arc<OpcodeCounts>,
         debug: impl PinInit<Scope<DevDebug>, Error> + 'a,
+        roce_v1: bool,
     ) -> impl PinInit<Self, Error> + 'a {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
@@ -158,6 +163,7 @@ impl SroceDevice {
             id,
             debug <- debug,
             sessions <- new_spinlock_irq!(SessionDefaults::DEFAULT, "sroce::sessions"),
+            roce_v1,
         })
     }
 }
@@ -330,8 +336,8 @@ impl Driver for SroceDevice {
         })
     }
 
-    fn port_immutable(_dev: &Device<Self>, _port: u32) -> Result<PortImmutable> {
-        Ok(limits::port_immutable())
+    fn port_immutable(dev: &Device<Self>, _port: u32) -> Result<PortImmutable> {
+        Ok(limits::port_immutable(dev.data().roce_v1))
     }
 
     fn query_pkey(_dev: &Device<Self>, _port: u32, index: u16) -> Result<u16> {

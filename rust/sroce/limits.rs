@@ -109,11 +109,12 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
 }
 
 /// The immutable port facts.
-pub(crate) fn port_immutable() -> PortImmutable {
+pub(crate) fn port_immutable(roce_v1: bool) -> PortImmutable {
     PortImmutable {
         pkey_tbl_len: 1,
         gid_tbl_len: GID_TABLE_LEN,
         max_mad_size: MAD_SIZE,
+        roce_v1,
     }
 }
 

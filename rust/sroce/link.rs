@@ -57,7 +57,8 @@ impl LinkType for SroceDriver {
             self.registry.clone(),
             opcodes.clone(),
         );
-        let data = SroceDevice::new(guid_be, sockets, id, opcodes, debug);
+        let roce_v1 = crate::module_parameters::roce_v1.value();
+        let data = SroceDevice::new(guid_be, sockets, id, opcodes, debug, roce_v1);
         let mut dev = NewDevice::new(self.module, &self.registry, data)?;
         dev.set_node_guid(guid_be);
         dev.set_node_desc(c"sroce");

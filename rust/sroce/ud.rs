@@ -193,8 +193,8 @@ fn send_one(
         // never taken from there, only from the device's table by index,
         // so a packet cannot leave with an address the host does not own.
         Some(mut av) => {
-            av.sgid = dev
-                .roce_v2_gid(PORT, av.sgid_index)
+            (av.sgid, av.roce_v1) = dev
+                .roce_gid(PORT, av.sgid_index)
                 .ok_or(WcStatus::LocQpOpErr)?;
             av
         }
@@ -211,9 +211,11 @@ fn send_one(
         tclass: av.traffic_class,
         hop_limit: av.hop_limit,
         out: io::OutPort::Device,
+        encap: io::Encap::for_av(&av),
     };
-    // QP1 (GSI) carries the CM's MADs: always the plain flow.
-    let flow = if qpn == crate::sroce::limits::GSI_QPN {
+    // QP1 (GSI) carries the CM's MADs: always the plain flow; so does RoCE
+    // v1, which has no UDP source port to vary.
+    let flow = if qpn == crate::sroce::limits::GSI_QPN || av.roce_v1 {
         base
     } else {
         let ov = inner.sessions_override;

@@ -108,6 +108,100 @@ proptest! {
     }
 }
 
+/// A RoCE v1 GRH (IPVer 6, NxtHdr 0x1B) with arbitrary other fields.
+fn grh() -> impl Strategy<Value = Vec<u8>> {
+    common::ipv6_header().prop_map(|mut h| {
+        h[6] = 0x1B;
+        h
+    })
+}
+
+/// Independent RoCE v1 reference from annex A16: CRC-32 of 8 x 0xFF (the
+/// masked LRH), the GRH with traffic class, flow label and hop limit set
+/// to ones, the BTH with resv8a set to ones, and the rest.
+fn reference_roce_v1(grh: &[u8], transport: &[u8]) -> u32 {
+    let mut pseudo = vec![0xFFu8; 8];
+    let mut g = grh.to_vec();
+    g[0] |= 0x0F;
+    g[1] = 0xFF;
+    g[2] = 0xFF;
+    g[3] = 0xFF;
+    g[7] = 0xFF;
+    pseudo.extend_from_slice(&g);
+    let mut t = transport.to_vec();
+    t[4] = 0xFF;
+    pseudo.extend_from_slice(&t);
+    crc32fast::hash(&pseudo)
+}
+
+fn roce_v1(grh: &[u8], transport: &[u8]) -> u32 {
+    let mut c = icrc::Icrc::new_roce_v1(SoftCrc32, grh).unwrap();
+    c.update(transport);
+    c.finish().unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn roce_v1_matches_reference(g in grh(), t in transport(), cut in 0usize..80) {
+        prop_assert_eq!(roce_v1(&g, &t), reference_roce_v1(&g, &t));
+        // Fed in two pieces, wherever the cut falls (resv8a included).
+        let cut = cut.min(t.len());
+        let mut c = icrc::Icrc::new_roce_v1(SoftCrc32, &g).unwrap();
+        c.update(&t[..cut]);
+        c.update(&t[cut..]);
+        prop_assert_eq!(c.finish().unwrap(), reference_roce_v1(&g, &t));
+    }
+
+    #[test]
+    fn roce_v1_masked_fields_ignored(g in grh(), t in transport(), junk in any::<[u8; 6]>()) {
+        let base = roce_v1(&g, &t);
+        let mut g2 = g.clone();
+        g2[0] = 0x60 | (junk[0] & 0x0F);
+        for (i, j) in V6_MASKED.iter().zip(&junk[1..]) {
+            g2[*i] = *j;
+        }
+        let mut t2 = t.clone();
+        t2[4] = junk[5];
+        prop_assert_eq!(roce_v1(&g2, &t2), base);
+    }
+
+    #[test]
+    fn roce_v1_unmasked_fields_matter(g in grh(), t in transport(), flip in 1u8..=255) {
+        let base = roce_v1(&g, &t);
+        // Payload length and the GIDs (NxtHdr and IPVer are fixed).
+        for i in (4..6).chain(8..40) {
+            let mut g2 = g.clone();
+            g2[i] ^= flip;
+            prop_assert_ne!(roce_v1(&g2, &t), base, "GRH byte {}", i);
+        }
+        for i in (0..t.len()).filter(|&i| i != 4) {
+            let mut t2 = t.clone();
+            t2[i] ^= flip;
+            prop_assert_ne!(roce_v1(&g, &t2), base, "transport byte {}", i);
+        }
+    }
+
+}
+
+#[test]
+fn roce_v1_refuses_other_headers() {
+    let mut g = [0u8; 40];
+    g[0] = 0x60;
+    g[6] = 17;
+    assert_eq!(
+        icrc::Icrc::new_roce_v1(SoftCrc32, &g).err(),
+        Some(sroce_proto::Error::BadGrh)
+    );
+    g[6] = 0x1B;
+    assert!(icrc::Icrc::new_roce_v1(SoftCrc32, &g).is_ok());
+    assert_eq!(
+        icrc::Icrc::new_roce_v1(SoftCrc32, &g[..39]).err(),
+        Some(sroce_proto::Error::Truncated)
+    );
+}
+
 /// scapy's RoCE example (UC SEND Only over IPv4), whose expected trailer is
 /// `78 f3 53 f3`: full headers given, ICRC recomputed.
 #[test]

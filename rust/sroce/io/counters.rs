@@ -4,7 +4,8 @@
 //! (`rdma statistic show link DEV/1`,
 //! `/sys/class/infiniband/DEV/ports/1/hw_counters/NAME`).
 //!
-//! Byte counts are RoCE transport bytes: the UDP payload, BTH through ICRC.
+//! Byte counts are RoCE transport bytes: the UDP payload (RoCE v1: what
+//! follows the GRH), BTH through ICRC.
 //! Names shared with rxe mean the same as there.
 
 use crate::rdma::stats::StatDesc;
@@ -85,10 +86,18 @@ pub(crate) enum Counter {
     /// UC packets dropped with the message they belong to (packets before
     /// them lost, no receive WQE, an access error, a duplicate).
     RcvdDropUc,
+    /// Of the packets sent, those sent as RoCE v1 (Ethernet frames with a
+    /// GRH).
+    SentRoceV1Pkts,
+    /// Of the packets received, those received as RoCE v1.
+    RcvdRoceV1Pkts,
+    /// RoCE v1 packets dropped: the GRH's destination GID is not one of the
+    /// device's RoCE v1 GIDs.
+    RcvdDropBadDgid,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdDropUc as usize + 1;
+const COUNT: usize = Counter::RcvdDropBadDgid as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -125,6 +134,9 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"rcvd_softirq_passes"),
     StatDesc::new(c"rcvd_worker_handoffs"),
     StatDesc::new(c"rcvd_drop_uc"),
+    StatDesc::new(c"sent_roce_v1_pkts"),
+    StatDesc::new(c"rcvd_roce_v1_pkts"),
+    StatDesc::new(c"rcvd_drop_bad_dgid"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

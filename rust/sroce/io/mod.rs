@@ -10,17 +10,20 @@
 //!   ([`rx`]) and handed over as an [`RxPacket`].
 //! - Send: [`send`] builds one packet along a [`Flow`] whose UDP source
 //!   port the caller picks per packet (ECMP entropy; sessions).
+//! - RoCE v1 ([`roce_v1`]): the same packets in Ethernet frames with a GRH,
+//!   on devices created with the module parameter `roce_v1`.
 //!
 //! Everything here is safe code over `crate::net` and `crate::rdma`.
 
 pub(crate) mod counters;
 pub(crate) mod packet;
+pub(crate) mod roce_v1;
 pub(crate) mod rx;
 pub(crate) mod sockets;
 pub(crate) mod tx;
 
 pub(crate) use packet::RxPacket;
-pub(crate) use tx::{out_ifindex, send, Flow, OutPort};
+pub(crate) use tx::{out_ifindex, send, Encap, Flow, OutPort};
 
 /// The RoCEv2 UDP destination port (IANA).
 pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;

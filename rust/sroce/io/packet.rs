@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A received RoCEv2 packet, checked, as the transport engines see it.
+//! A received RoCE packet (v2, or v1), checked, as the transport engines
+//! see it.
 
 use crate::net::{addr::IpAddr, skb::SkBuff, xmit::UDP_HEADER_LEN};
 use kernel::prelude::*;
@@ -12,16 +13,18 @@ pub(crate) const RX_LINEAR_MIN: usize = 64;
 
 /// A received packet whose ICRC is valid.
 ///
-/// The transport bytes are the UDP payload without the ICRC: BTH,
-/// extension headers, payload and pad. Dropping the packet frees it as a
+/// The transport bytes are the UDP payload (RoCEv2) or what follows the
+/// GRH (RoCE v1), without the ICRC: BTH, extension headers, payload and
+/// pad. Dropping the packet frees it as a
 /// drop; [`RxPacket::consume`] when it was used; [`RxPacket::into_skb`] to
 /// keep the buffer (e.g. queued for a QP).
 ///
 /// # Invariants
 ///
-/// `skb`'s data starts at the UDP header, followed by `len` transport bytes
-/// and the 4-byte ICRC; the first `min(len, RX_LINEAR_MIN)` transport
-/// bytes are linear.
+/// `skb`'s data starts `at` bytes before the transport bytes (at the UDP
+/// header for RoCEv2, at the BTH for RoCE v1), which are followed by the
+/// 4-byte ICRC; the first `min(len, RX_LINEAR_MIN)` transport bytes are
+/// linear. The network header is the IP header, or the GRH.
 pub(crate) struct RxPacket {
     skb: SkBuff,
     src: IpAddr,
@@ -29,10 +32,13 @@ pub(crate) struct RxPacket {
     src_port: u16,
     ingress: i32,
     len: usize,
+    at: usize,
+    roce_v1: bool,
 }
 
 impl RxPacket {
-    /// Wraps a checked skb (see the type invariants).
+    /// Wraps a checked RoCEv2 skb, data at the UDP header (see the type
+    /// invariants).
     pub(super) fn new(skb: SkBuff, src: IpAddr, dst: IpAddr, src_port: u16, len: usize) -> Self {
         Self {
             skb,
@@ -41,7 +47,30 @@ impl RxPacket {
             src_port,
             ingress: 0,
             len,
+            at: UDP_HEADER_LEN,
+            roce_v1: false,
         }
+    }
+
+    /// Wraps a checked RoCE v1 skb, data at the BTH; `src` and `dst` are
+    /// the addresses of the GRH's GIDs.
+    pub(super) fn new_roce_v1(skb: SkBuff, src: IpAddr, dst: IpAddr, len: usize) -> Self {
+        Self {
+            skb,
+            src,
+            dst,
+            src_port: 0,
+            ingress: 0,
+            len,
+            at: 0,
+            roce_v1: true,
+        }
+    }
+
+    /// Whether the packet came as RoCE v1 (Ethernet and GRH) rather than
+    /// RoCEv2 (IP and UDP).
+    pub(crate) fn is_roce_v1(&self) -> bool {
+        self.roce_v1
     }
 
     /// Records the index of the net device the packet arrived on.
@@ -55,7 +84,7 @@ impl RxPacket {
         self.ingress
     }
 
-    /// The sender's IP address.
+    /// The sender's IP address (RoCE v1: its GID's).
     pub(crate) fn src(&self) -> IpAddr {
         self.src
     }
@@ -65,12 +94,13 @@ impl RxPacket {
         self.dst
     }
 
-    /// The packet's IP header (IPv4 without options, or IPv6).
+    /// The packet's IP header (IPv4 without options, or IPv6), or its GRH
+    /// (RoCE v1).
     pub(crate) fn ip_header(&self) -> Option<&[u8]> {
         self.skb.network_header()
     }
 
-    /// The UDP source port the sender chose.
+    /// The UDP source port the sender chose (0 for RoCE v1).
     #[expect(dead_code, reason = "for per-session receive counters")]
     pub(crate) fn src_port(&self) -> u16 {
         self.src_port
@@ -94,8 +124,8 @@ impl RxPacket {
     /// `min(len, RX_LINEAR_MIN)`, possibly all of them.
     pub(crate) fn head(&self) -> &[u8] {
         let data = self.skb.data();
-        let end = data.len().min(UDP_HEADER_LEN + self.len);
-        data.get(UDP_HEADER_LEN..end).unwrap_or(&[])
+        let end = data.len().min(self.at + self.len);
+        data.get(self.at..end).unwrap_or(&[])
     }
 
     /// Copies transport bytes from `offset` into `buf` (from the linear
@@ -105,7 +135,7 @@ impl RxPacket {
         if end > self.len {
             return Err(EINVAL);
         }
-        self.skb.copy_to(UDP_HEADER_LEN + offset, buf)
+        self.skb.copy_to(self.at + offset, buf)
     }
 
     /// Frees the packet as consumed (it was used, not dropped).
@@ -113,7 +143,7 @@ impl RxPacket {
         self.skb.consume();
     }
 
-    /// The buffer itself, data at the UDP header, for keeping.
+    /// The buffer itself, data where the type invariants say, for keeping.
     #[expect(
         dead_code,
         reason = "for sessions (per-flow receive) and zero-copy receive"

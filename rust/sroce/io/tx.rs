@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The send path: one RoCEv2 packet out of a device's net device.
+//! The send path: one RoCEv2 packet out of a device's net device (RoCE v1
+//! frames: [`super::roce_v1`]).
 //!
 //! The ICRC covers the IP and UDP headers (their invariant fields: for
 //! IPv4 that includes the total length and the IP ID), so it can only be
@@ -23,7 +24,10 @@ use crate::net::{
     route::{Route, RouteCache, UdpFlow},
     xmit::{Datagram, IpParams},
 };
-use crate::rdma::device::{Device, PORT};
+use crate::rdma::{
+    av::AddressVector,
+    device::{Device, PORT},
+};
 use crate::roce::{
     bth::BTH_LEN,
     icrc::{put_icrc, Icrc, IpHeader, ICRC_LEN},
@@ -48,6 +52,43 @@ pub(crate) struct Flow {
     pub(crate) hop_limit: u8,
     /// Which net device the packet may leave through.
     pub(crate) out: OutPort,
+    /// How the packet is framed.
+    pub(crate) encap: Encap,
+}
+
+/// How a packet is framed on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encap {
+    /// RoCEv2: IP and UDP (port 4791), routed.
+    RoceV2,
+    /// RoCE v1: an Ethernet frame (Ethertype 0x8915) with a GRH, to `dmac`
+    /// on the device's own segment. `src` and `dst` are then the GRH's
+    /// GIDs (as addresses), `out` and `src_port` mean nothing.
+    RoceV1 {
+        /// Destination MAC address (resolved by the core).
+        dmac: [u8; 6],
+        /// GRH flow label.
+        flow_label: u32,
+    },
+}
+
+impl Encap {
+    /// The framing an address vector asks for (its source GID's type).
+    pub(crate) fn for_av(av: &AddressVector) -> Self {
+        if av.roce_v1 {
+            Encap::RoceV1 {
+                dmac: av.dmac,
+                flow_label: av.flow_label,
+            }
+        } else {
+            Encap::RoceV2
+        }
+    }
+
+    /// Whether this is RoCE v1.
+    pub(crate) fn is_roce_v1(&self) -> bool {
+        matches!(self, Encap::RoceV1 { .. })
+    }
 }
 
 /// Which net device a packet may leave through.
@@ -91,6 +132,9 @@ pub(crate) fn send(
     max_len: usize,
     build: impl FnOnce(&mut [u8]) -> Result<usize>,
 ) -> Result<usize> {
+    if let Encap::RoceV1 { dmac, flow_label } = flow.encap {
+        return super::roce_v1::send(dev, flow, &dmac, flow_label, max_len, build);
+    }
     let counters = &dev.data().io.counters;
     let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
     let udp = UdpFlow {

@@ -325,11 +325,7 @@ impl QpShared {
 
 /// The IP address of a GID (IPv4-mapped GIDs are IPv4).
 pub(crate) fn gid_ip(gid: &[u8; 16]) -> IpAddr {
-    if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
-        IpAddr::V4([gid[12], gid[13], gid[14], gid[15]])
-    } else {
-        IpAddr::V6(*gid)
-    }
+    IpAddr::from_gid(gid)
 }
 
 /// The connection and engines of an RC or UC QP from RTR on.
@@ -397,6 +393,7 @@ impl RcState {
             tclass: av.traffic_class,
             hop_limit: av.hop_limit,
             out: io::OutPort::Device,
+            encap: io::Encap::for_av(&av),
         };
         let defaults = *dev.data().sessions.lock();
         let epoch = Instant::<Monotonic>::now();
@@ -409,8 +406,9 @@ impl RcState {
             rto_us,
         };
         let mut group = ov.apply(defaults.group);
-        if !acknowledged {
+        if !acknowledged || av.roce_v1 {
             // Session health is judged from acknowledgements: UC has none.
+            // RoCE v1 has no UDP source port to vary.
             group.size = 1;
         }
         let sessions = QpSessions::new(dev, origin, &group, 0)?;
@@ -730,6 +728,7 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
         h.bth.opcode.transport() == rc.transport
             && pkt.src() == rc.flow.dst
             && pkt.dst() == rc.flow.src
+            && pkt.is_roce_v1() == rc.flow.encap.is_roce_v1()
     });
     if !from_peer {
         return true;

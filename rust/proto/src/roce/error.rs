@@ -35,6 +35,8 @@ pub enum Error {
     BadIpHeader,
     /// ICRC: the UDP header is not exactly 8 bytes.
     BadUdpHeader,
+    /// RoCE v1: the GRH's IPVer is not 6 or its NxtHdr is not 0x1B.
+    BadGrh,
     /// ICRC: the computed ICRC does not match the packet's trailer.
     BadIcrc,
     /// Transport: a message is longer than the transport allows (2^31
@@ -63,6 +65,7 @@ impl Error {
             Error::UnexpectedHeader => "extension header not used by opcode",
             Error::ValueOutOfRange => "field value out of range",
             Error::BadIpHeader => "unsupported IP header",
+            Error::BadGrh => "not a GRH followed by an IBA transport header",
             Error::BadUdpHeader => "bad UDP header",
             Error::BadIcrc => "ICRC mismatch",
             Error::BadMessageLength => "bad message length",
@@ -98,6 +101,7 @@ mod tests {
             Error::ValueOutOfRange,
             Error::BadIpHeader,
             Error::BadUdpHeader,
+            Error::BadGrh,
             Error::BadIcrc,
             Error::BadMessageLength,
             Error::QueueFull,

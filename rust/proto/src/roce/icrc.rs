@@ -18,6 +18,11 @@
 //! This is the masking of IBTA annex A17 as implemented by Linux rxe
 //! (`rxe_icrc.c`) and by scapy's RoCE layer.
 //!
+//! RoCE v1 (annex A16, no IP or UDP header) is the native InfiniBand ICRC
+//! with the LRH masked: items 1, 4 and 5 with the GRH in place of items 2
+//! and 3, its traffic class, flow label and hop limit masked exactly like
+//! the same fields of an IPv6 header ([`Icrc::new_roce_v1`]).
+//!
 //! # Byte order
 //!
 //! Unlike every other RoCE field, the ICRC is **little-endian** on the
@@ -164,6 +169,19 @@ impl<C: Crc32> Icrc<C> {
             IpHeader::V6(h) => engine.update(ICRC_SEED, &masked_ipv6(h)?),
         };
         let crc = engine.update(crc, &udp);
+        Ok(Icrc {
+            engine,
+            crc,
+            fed: 0,
+        })
+    }
+
+    /// Starts a RoCE v1 ICRC over the packet's GRH (40 bytes, IPVer 6,
+    /// NxtHdr 0x1B; else [`Error::BadGrh`]).
+    pub fn new_roce_v1(mut engine: C, grh: &[u8]) -> Result<Self, Error> {
+        super::grh::Grh::parse(grh)?;
+        let masked = masked_ipv6(grh).map_err(|_| Error::BadGrh)?;
+        let crc = engine.update(ICRC_SEED, &masked);
         Ok(Icrc {
             engine,
             crc,
