@@ -13,6 +13,20 @@
       0,1,2,... and print one line per frame:
       "frame v4|v6 SRC DST sport=N len=N icrc=ok|BAD payload=ok|BAD".
       Exits 1 unless COUNT good frames arrived.
+  roce_pkt.py v1send IFACE DMAC SGID DGID [--len N] [--bad-icrc]
+                    [--next-header N]
+      Send the same UD SEND-only packet as RoCE v1 (IBA annex A16): an
+      Ethernet frame (Ethertype 0x8915) with a GRH from GID SGID to DGID
+      (written as IPv6 addresses, IPv4-mapped for IPv4) out of IFACE to
+      DMAC, through an AF_PACKET socket. --next-header sets the GRH's NxtHdr
+      (0x1B unless given).
+  roce_pkt.py v1capture IFACE COUNT [--timeout S]
+      Capture COUNT RoCE v1 frames arriving on IFACE, check each one's GRH
+      (IPVer 6, NxtHdr 0x1B, PayLen within the frame) and ICRC (8 bytes of
+      0xff, the GRH with traffic class/flow label/hop limit set to ones, the
+      BTH with byte 4 set to ones, the rest) and print one line per frame:
+      "v1frame SGID DGID opcode=0xNN len=N icrc=ok|BAD". Exits 1 unless
+      COUNT good frames arrived.
   roce_pkt.py bind [PORT]
       Exit 0 iff UDP PORT (default 4791) can be bound on IPv4 and IPv6.
   roce_pkt.py hold [PORT]
@@ -171,6 +185,66 @@ def cmd_capture(a):
         if ok_icrc and ok_payload:
             good += 1
     print(f"captured {good} good frames")
+    return 0 if good >= a.count else 1
+
+
+ETH_P_ROCE_V1 = 0x8915
+GRH_NEXT_HEADER_IBA = 0x1B
+
+
+def icrc_v1(grh, transport):
+    """RoCE v1 ICRC value over transport (BTH up to, not including, the ICRC)."""
+    t = bytearray(transport)
+    if len(t) > 4:
+        t[4] = 0xFF
+    return zlib.crc32(b"\xff" * 8 + masked_ip(grh) + bytes(t)) & 0xFFFFFFFF
+
+
+def cmd_v1send(a):
+    sgid, dgid = ipaddress.ip_address(a.sgid), ipaddress.ip_address(a.dgid)
+    t = transport(a.len)
+    grh = struct.pack(">IHBB16s16s", 6 << 28, len(t) + 4, a.next_header, 64,
+                      sgid.packed, dgid.packed)
+    v = icrc_v1(grh, t)
+    if a.bad_icrc:
+        v ^= 0x1
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ROCE_V1))
+    s.bind((a.iface, 0))
+    smac = s.getsockname()[4]
+    dmac = bytes.fromhex(a.dmac.replace(":", ""))
+    eth = dmac + smac + struct.pack(">H", ETH_P_ROCE_V1)
+    s.send(eth + grh + t + struct.pack("<I", v))
+    print(f"sent {len(t) + 4} RoCE v1 transport bytes {sgid} -> {dgid} on {a.iface}")
+
+
+def cmd_v1capture(a):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ROCE_V1))
+    s.bind((a.iface, 0))
+    good = 0
+    deadline = time.monotonic() + a.timeout
+    print("listening", flush=True)
+    while good < a.count:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([s], [], [], left)[0]:
+            break
+        frame, addr = s.recvfrom(65536)
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        if len(frame) < 14 + 40 + 12 + 4:
+            print(f"v1frame short len={len(frame)}", flush=True)
+            continue
+        grh, rest = frame[14:54], frame[54:]
+        plen = struct.unpack(">H", grh[4:6])[0]
+        sane = grh[0] >> 4 == 6 and grh[6] == GRH_NEXT_HEADER_IBA and 16 <= plen <= len(rest)
+        body = rest[:plen]
+        covered, trailer = body[:-4], body[-4:]
+        ok = sane and struct.unpack("<I", trailer)[0] == icrc_v1(grh, covered)
+        sgid, dgid = ipaddress.ip_address(grh[8:24]), ipaddress.ip_address(grh[24:40])
+        print(f"v1frame {sgid} {dgid} opcode=0x{covered[0]:02x} len={len(body)} "
+              f"icrc={'ok' if ok else 'BAD'}", flush=True)
+        if ok:
+            good += 1
+    print(f"captured {good} good RoCE v1 frames")
     return 0 if good >= a.count else 1
 
 
@@ -371,6 +445,18 @@ def main():
     c.add_argument("count", type=int)
     c.add_argument("--timeout", type=float, default=10)
     c.add_argument("--expect-len", type=int)
+    v = sub.add_parser("v1send")
+    v.add_argument("iface")
+    v.add_argument("dmac")
+    v.add_argument("sgid")
+    v.add_argument("dgid")
+    v.add_argument("--len", type=int, default=32)
+    v.add_argument("--bad-icrc", action="store_true")
+    v.add_argument("--next-header", type=lambda x: int(x, 0), default=GRH_NEXT_HEADER_IBA)
+    vc = sub.add_parser("v1capture")
+    vc.add_argument("iface")
+    vc.add_argument("count", type=int)
+    vc.add_argument("--timeout", type=float, default=10)
     b = sub.add_parser("bind")
     b.add_argument("port", type=int, nargs="?", default=ROCE_PORT)
     h = sub.add_parser("hold")
@@ -397,7 +483,8 @@ def main():
     f.add_argument("--mtu", type=int, default=1024)
     a = p.parse_args()
     return {"send": cmd_send, "capture": cmd_capture, "bind": cmd_bind,
-            "hold": cmd_hold, "dupread": cmd_dupread, "fuzz": cmd_fuzz}[a.cmd](a) or 0
+            "hold": cmd_hold, "dupread": cmd_dupread, "fuzz": cmd_fuzz,
+            "v1send": cmd_v1send, "v1capture": cmd_v1capture}[a.cmd](a) or 0
 
 
 if __name__ == "__main__":
