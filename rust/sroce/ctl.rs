@@ -72,7 +72,8 @@ impl Family for SroceDriver {
         AttrPolicy::U8 { min: 0, max: 1 },
         // ATTR_QPN
         AttrPolicy::U32,
-        // ATTR_SESSION_ID ..= ATTR_SRTT_US (reported only)
+        // ATTR_SESSION_ID ..= ATTR_ROCE_V1 (reported only)
+        AttrPolicy::Reject,
         AttrPolicy::Reject,
         AttrPolicy::Reject,
         AttrPolicy::Reject,
@@ -306,8 +307,16 @@ fn set_qp(d: &Device<SroceDevice>, qpn: u32, ov: &SessionOverride) -> Result {
                 let merged = inner.sessions_override.merge(*ov);
                 (merged, inner.rc.as_ref().map(|rc| rc.sessions_origin()))
             };
+            // Nor has a RoCE v1 connection a UDP source port to vary (kept
+            // for its next connection, which may be RoCEv2).
+            let roce_v1 = connected
+                .as_ref()
+                .is_some_and(|(origin, _, _)| origin.flow0.encap.is_roce_v1());
+            if roce_v1 && ov.size.is_some_and(|s| s > 1) {
+                return Err(EOPNOTSUPP);
+            }
             let mut cfg = merged.apply(d.data().sessions.lock().group);
-            if unacknowledged {
+            if unacknowledged || roce_v1 {
                 cfg.size = 1;
             }
             // New ports are sockets: made unlocked.
@@ -354,7 +363,11 @@ fn fill_session(m: &mut Message<'_>, id: usize, s: &Session, f: &io::Flow) -> Re
     m.put(abi::ATTR_TIMEOUTS, &c.timeouts)?;
     m.put(abi::ATTR_ACKED, &c.acked_messages)?;
     let srtt = u32::try_from(s.rtt().srtt_us()).unwrap_or(u32::MAX);
-    m.put(abi::ATTR_SRTT_US, &srtt)
+    m.put(abi::ATTR_SRTT_US, &srtt)?;
+    if f.encap.is_roce_v1() {
+        m.put(abi::ATTR_ROCE_V1, &1u8)?;
+    }
+    Ok(())
 }
 
 /// A device's settings and its net device's ifindex (0 if it has none).

@@ -8,7 +8,8 @@
 #   three sizes, UC, UD, SRQ; payloads checked), perftest (WRITE, READ,
 #   SEND, atomics, SEND latency), verbs_data (every operation, data
 #   checked), one device to itself, and rdma_cm's rping with the port's
-#   default RoCE mode set to v1 (configfs);
+#   default RoCE mode set to v1 (configfs); a v1 connection keeps one
+#   session whatever the device's default;
 # - what goes on the wire is RoCE v1: frames captured on the peer's link
 #   are Ethertype 0x8915 with a valid GRH and ICRC (checked by
 #   selftests/progs/roce_pkt.py's own implementation), and the v1 counters
@@ -132,6 +133,30 @@ fi
 # sees both devices), then one device to itself (its frames looped back).
 checks_pass verbs_data "$DEV1" "$a1" "$DEV2" "$a2"
 checks_pass verbs_data "$DEV1" "$l1" "$DEV1" "$l1"
+
+# --- A v1 connection keeps one session, whatever the device's default
+# (no UDP source port to vary); more is refused while it is connected, and
+# its data stays intact (rc_idle checks every WRITE's bytes).
+SROCE=$SROCE_BIN/sroce
+for d in "$DEV1" "$DEV2"; do assert_ok "$SROCE" dev set "$d" group-size 2; done
+bg_in - "$TEST_TMP/idle.log" "$SROCE_BIN/rc_idle" "$DEV1" "$a1" "$DEV2" "$a2" 8
+idle=$BG_PID
+retry 20 grep -q '^idle qpn' "$TEST_TMP/idle.log" || fail "rc_idle did not connect: $(cat "$TEST_TMP/idle.log")"
+qpa=$(awk '/^idle qpn/ { print $3 }' "$TEST_TMP/idle.log")
+sessions=$(in_h1 "$SROCE" session show "$DEV1" | grep "^$DEV1 qp $qpa " || true)
+log "v1 QP $qpa with the device default of 2 sessions:"$'\n'"$sessions"
+assert_eq 1 "$(grep -c . <<<"$sessions")" "sessions of a RoCE v1 QP"
+assert_match "$sessions" "session 0 roce-v1 10.77.1.1 -> 10.77.1.2 up " "a RoCE v1 session's line"
+json=$(in_h1 "$SROCE" -j session show "$DEV1")
+python3 -c 'import json, sys
+s = [x for x in json.loads(sys.stdin.read()) if x["qpn"] == int(sys.argv[1])]
+assert len(s) == 1 and s[0]["encap"] == "roce-v1" and "sport" not in s[0], s' "$qpa" <<<"$json" ||
+	fail "sroce -j session show for the RoCE v1 QP: $json"
+assert_fails_with "not supported" "$SROCE" qp set "$DEV1" "$qpa" group-size 2
+rc=0
+wait "$idle" || rc=$?
+((rc == 0)) || fail "rc_idle over RoCE v1 failed ($rc): $(cat "$TEST_TMP/idle.log")"
+for d in "$DEV1" "$DEV2"; do assert_ok "$SROCE" dev set "$d" group-size 1; done
 
 # --- rdma_cm over v1: the port's default RoCE mode (configfs).
 cm_v1() {

@@ -23,6 +23,8 @@ pub struct SessionInfo {
     pub timeouts: u64,
     pub acked: u64,
     pub srtt_us: u32,
+    /// A RoCE v1 connection's session (Ethernet and GRH, no UDP port).
+    pub roce_v1: bool,
 }
 
 fn u64_of(a: &nl::Attr<'_>) -> Result<u64, nl::DecodeError> {
@@ -77,6 +79,7 @@ impl SessionInfo {
                 abi::ATTR_TIMEOUTS => s.timeouts = u64_of(&a)?,
                 abi::ATTR_ACKED => s.acked = u64_of(&a)?,
                 abi::ATTR_SRTT_US => s.srtt_us = a.u32()?,
+                abi::ATTR_ROCE_V1 => s.roce_v1 = a.u8()? != 0,
                 // Newer kernels may add attributes.
                 _ => {}
             }
@@ -88,17 +91,25 @@ impl SessionInfo {
         abi::policy_from_u8(self.policy).map_or("unknown", abi::policy_name)
     }
 
-    /// The object `session show -j` prints.
+    /// The object `session show -j` prints (a RoCE v1 session has no
+    /// ports: `encap` says which).
     pub fn json(&self) -> String {
-        json::Object::new()
+        let o = json::Object::new()
             .str("dev", &self.dev)
             .num("qpn", self.qpn.into())
-            .num("session", self.id.into())
-            .str("src", &addr(self.src).to_string())
-            .num("sport", self.sport.into())
-            .str("dst", &addr(self.dst).to_string())
-            .num("dport", 4791)
-            .str("state", abi::state_name(self.state))
+            .num("session", self.id.into());
+        let o = if self.roce_v1 {
+            o.str("encap", "roce-v1")
+                .str("src", &addr(self.src).to_string())
+                .str("dst", &addr(self.dst).to_string())
+        } else {
+            o.str("encap", "roce-v2")
+                .str("src", &addr(self.src).to_string())
+                .num("sport", self.sport.into())
+                .str("dst", &addr(self.dst).to_string())
+                .num("dport", 4791)
+        };
+        o.str("state", abi::state_name(self.state))
             .str("policy", self.policy_name())
             .num("tx_packets", self.tx_packets)
             .num("tx_bytes", self.tx_bytes)
@@ -109,17 +120,26 @@ impl SessionInfo {
             .finish()
     }
 
-    /// The line `session show` prints.
+    /// The line `session show` prints: the 5-tuple, or for a RoCE v1
+    /// session `roce-v1 SRC -> DST` (the GIDs' addresses).
     pub fn line(&self) -> String {
         let policy = self.policy_name();
+        let path = if self.roce_v1 {
+            format!("roce-v1 {} -> {}", addr(self.src), addr(self.dst))
+        } else {
+            format!(
+                "{}:{} -> {}:4791",
+                show_addr(self.src),
+                self.sport,
+                show_addr(self.dst)
+            )
+        };
         format!(
-            "{} qp {} session {} {}:{} -> {}:4791 {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us",
+            "{} qp {} session {} {} {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us",
             self.dev,
             self.qpn,
             self.id,
-            show_addr(self.src),
-            self.sport,
-            show_addr(self.dst),
+            path,
             abi::state_name(self.state),
             policy,
             self.tx_packets,
@@ -157,15 +177,30 @@ mod tests {
             timeouts: 1,
             acked: 4,
             srtt_us: 120,
+            roce_v1: false,
         };
         assert_eq!(
             s.line(),
             "sroce1 qp 17 session 1 10.77.9.1:61234 -> [::1]:4791 up policy round-robin \
              tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us"
         );
+        let v1 = SessionInfo {
+            roce_v1: true,
+            dev: s.dev.clone(),
+            ..s
+        };
+        assert_eq!(
+            v1.line(),
+            "sroce1 qp 17 session 1 roce-v1 10.77.9.1 -> ::1 up policy round-robin \
+             tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us"
+        );
+        assert_eq!(
+            v1.json(),
+            r#"{"dev":"sroce1","qpn":17,"session":1,"encap":"roce-v1","src":"10.77.9.1","dst":"::1","state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120}"#
+        );
         assert_eq!(
             s.json(),
-            r#"{"dev":"sroce1","qpn":17,"session":1,"src":"10.77.9.1","sport":61234,"dst":"::1","dport":4791,"state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120}"#
+            r#"{"dev":"sroce1","qpn":17,"session":1,"encap":"roce-v2","src":"10.77.9.1","sport":61234,"dst":"::1","dport":4791,"state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120}"#
         );
     }
 }

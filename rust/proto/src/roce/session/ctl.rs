@@ -22,7 +22,8 @@
 //!   always 4791), [`ATTR_STATE`] (see [`state_name`]) and the counters
 //!   [`ATTR_TX_PACKETS`], [`ATTR_TX_BYTES`], [`ATTR_RETRANSMITS`],
 //!   [`ATTR_TIMEOUTS`], [`ATTR_ACKED`] (`u64`, 4-byte aligned) and
-//!   [`ATTR_SRTT_US`] (`u32`).
+//!   [`ATTR_SRTT_US`] (`u32`); [`ATTR_ROCE_V1`] on a RoCE v1 connection's
+//!   session.
 //!
 //! The `DEV_SET` values are a device's defaults for the session groups of
 //! queue pairs that connect afterwards; see `docs/sessions.md`.
@@ -87,8 +88,12 @@ pub const ATTR_TIMEOUTS: u16 = 17;
 pub const ATTR_ACKED: u16 = 18;
 /// Smoothed round-trip time, µs (`u32`; 0 before the first sample).
 pub const ATTR_SRTT_US: u16 = 19;
+/// Present (`u8` 1) on the session of a RoCE v1 connection: Ethernet frames
+/// with a GRH, no UDP; the addresses are its GIDs' and the port means
+/// nothing.
+pub const ATTR_ROCE_V1: u16 = 20;
 /// The highest attribute type.
-pub const ATTR_MAX: u16 = ATTR_SRTT_US;
+pub const ATTR_MAX: u16 = ATTR_ROCE_V1;
 
 /// The wire value of a session state.
 pub const fn state_to_u8(s: State) -> u8 {
