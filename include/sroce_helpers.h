@@ -87,6 +87,10 @@ bool sroce_has_roce_v1_gid(struct ib_device *dev, u32 port, const u8 gid[16]);
 
 /* Generic netlink (rust/net/genl.rs). */
 struct sk_buff *sroce_genlmsg_new_default(void);
+struct sk_buff *sroce_genlmsg_new_atomic(void);
+bool sroce_genl_has_listeners(const struct genl_family *family, struct net *net, unsigned int group);
+int sroce_genlmsg_multicast_netns(const struct genl_family *family, struct net *net,
+				  struct sk_buff *skb, unsigned int group);
 void *sroce_genlmsg_put_reply(struct sk_buff *skb, struct genl_info *info,
 			      u8 cmd);
 void *sroce_genlmsg_put_dump(struct sk_buff *skb, struct netlink_callback *cb,

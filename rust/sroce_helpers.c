@@ -326,6 +326,22 @@ struct sk_buff *sroce_genlmsg_new_default(void)
 	return genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 }
 
+struct sk_buff *sroce_genlmsg_new_atomic(void)
+{
+	return genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
+}
+
+bool sroce_genl_has_listeners(const struct genl_family *family, struct net *net, unsigned int group)
+{
+	return genl_has_listeners(family, net, group);
+}
+
+int sroce_genlmsg_multicast_netns(const struct genl_family *family, struct net *net,
+				  struct sk_buff *skb, unsigned int group)
+{
+	return genlmsg_multicast_netns(family, net, skb, 0, group, GFP_ATOMIC);
+}
+
 void *sroce_genlmsg_put_reply(struct sk_buff *skb, struct genl_info *info,
 			      u8 cmd)
 {

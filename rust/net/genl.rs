@@ -9,11 +9,18 @@
 //! the family) and its commands; [`FamilyRegistration`] registers it. Only
 //! [`Op::admin`] commands need `CAP_NET_ADMIN` (`GENL_ADMIN_PERM`, checked
 //! by the core). Operations are serialised by the core's `genl_mutex` (the
-//! family is not `parallel_ops`).
+//! family is not `parallel_ops`). A family may have multicast groups
+//! ([`Family::MCGRPS`]), to which [`multicast`] sends events from any
+//! context.
 
+use super::netns::Net;
 use super::{bindings, netns::NetKey};
 use crate::rdma::context_slot::ContextSlot;
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicPtr, Ordering},
+};
 use kernel::{error::from_result, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
 /// How the core validates one attribute type.
@@ -54,6 +61,9 @@ pub(crate) trait Family: Send + Sync + 'static {
     const POLICY: &'static [AttrPolicy];
     /// The commands.
     const OPS: &'static [Op];
+    /// Names of the multicast groups (at most `GENL_NAMSIZ - 1` bytes
+    /// each), addressed by index in [`multicast`].
+    const MCGRPS: &'static [&'static CStr] = &[];
 
     /// Handles a request for `cmd` (an [`Op`] with `doit`), whose
     /// attributes passed the policy. Returning `Ok` without sending a reply
@@ -297,11 +307,72 @@ impl Dump<'_> {
 /// context argument). Set while the registration exists.
 static CONTEXT: ContextSlot = ContextSlot::new();
 
+/// The registered family, for [`multicast`]: published once registered,
+/// cleared (and an RCU grace period waited for) before unregistration.
+static PUBLISHED: AtomicPtr<bindings::genl_family> = AtomicPtr::new(core::ptr::null_mut());
+
 /// The C structures of a registered family, which must not move.
 struct Tables {
     family: Opaque<bindings::genl_family>,
     _ops: KVec<bindings::genl_small_ops>,
     _policy: KVec<bindings::nla_policy>,
+    _mcgrps: KVec<bindings::genl_multicast_group>,
+}
+
+/// Sends a message for command `cmd`, its attributes written by `fill`, to
+/// the listeners of multicast group `group` (an index in
+/// [`Family::MCGRPS`]) of the registered family in namespace `net`.
+/// Nothing is built when no one there listens, or no family is
+/// registered. Any context (allocates atomically); `ENOMEM`, or `fill`'s
+/// error.
+pub(crate) fn multicast(
+    net: &Net,
+    group: u32,
+    cmd: u8,
+    fill: impl FnOnce(&mut Message<'_>) -> Result,
+) -> Result {
+    let _rcu = kernel::sync::rcu::read_lock();
+    let family = PUBLISHED.load(Ordering::Acquire);
+    if family.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a published family stays registered, with its tables, until
+    // an RCU grace period after it was cleared: past our read section.
+    if !unsafe { bindings::sroce_genl_has_listeners(family, net.as_raw(), group) } {
+        return Ok(());
+    }
+    // SAFETY: plain allocation (GFP_ATOMIC).
+    let skb = NonNull::new(unsafe { bindings::sroce_genlmsg_new_atomic() }).ok_or(ENOMEM)?;
+    // SAFETY: a fresh skb and the registered family (see above).
+    let hdr = unsafe { bindings::genlmsg_put(skb.as_ptr(), 0, 0, family, 0, cmd) };
+    let Some(hdr) = NonNull::new(hdr) else {
+        // SAFETY: our skb, never handed on.
+        unsafe { bindings::sroce_kfree_skb(skb.as_ptr()) };
+        return Err(EMSGSIZE);
+    };
+    // INVARIANT: `skb` is ours and `hdr` its message's header.
+    let mut m = Message {
+        skb,
+        hdr,
+        _skb: PhantomData,
+    };
+    if let Err(e) = fill(&mut m) {
+        // SAFETY: our skb, never handed on.
+        unsafe { bindings::sroce_kfree_skb(skb.as_ptr()) };
+        return Err(e);
+    }
+    // SAFETY: finishes the message in our skb, then hands the skb over
+    // (consumed whatever the result) to the family's group in `net`.
+    let r = unsafe {
+        bindings::sroce_genlmsg_end(skb.as_ptr(), hdr.as_ptr());
+        bindings::sroce_genlmsg_multicast_netns(family, net.as_raw(), skb.as_ptr(), group)
+    };
+    match r {
+        // ESRCH: the last listener left meanwhile.
+        0 => Ok(()),
+        e if e == ESRCH.to_errno() => Ok(()),
+        e => Err(Error::from_errno(e)),
+    }
 }
 
 /// A registered generic netlink family; unregistered on drop.
@@ -388,6 +459,18 @@ impl<F: Family> FamilyRegistration<F> {
             )?;
         }
         let last_cmd = F::OPS.iter().map(|o| o.cmd).max().unwrap_or(0);
+        let mut mcgrps = KVec::with_capacity(F::MCGRPS.len(), GFP_KERNEL)?;
+        for g in F::MCGRPS {
+            let name = g.to_bytes_with_nul();
+            if name.len() > bindings::GENL_NAMSIZ as usize {
+                return Err(EINVAL);
+            }
+            let mut grp = bindings::genl_multicast_group::default();
+            for (d, s) in grp.name.iter_mut().zip(name) {
+                *d = *s as kernel::ffi::c_char;
+            }
+            mcgrps.push(grp, GFP_KERNEL)?;
+        }
 
         let mut family = bindings::genl_family {
             version: F::VERSION,
@@ -397,6 +480,12 @@ impl<F: Family> FamilyRegistration<F> {
             resv_start_op: last_cmd.checked_add(1).ok_or(EINVAL)?,
             policy: policy.as_ptr(),
             small_ops: ops.as_ptr(),
+            mcgrps: if mcgrps.is_empty() {
+                core::ptr::null()
+            } else {
+                mcgrps.as_ptr()
+            },
+            n_mcgrps: u8::try_from(mcgrps.len()).map_err(|_| EINVAL)?,
             module: module.as_ptr().cast(),
             ..Default::default()
         };
@@ -412,6 +501,7 @@ impl<F: Family> FamilyRegistration<F> {
                 family: Opaque::new(family),
                 _ops: ops,
                 _policy: policy,
+                _mcgrps: mcgrps,
             },
             GFP_KERNEL,
         )?;
@@ -428,6 +518,7 @@ impl<F: Family> FamilyRegistration<F> {
             unsafe { CONTEXT.release::<F>() };
             return Err(e);
         }
+        PUBLISHED.store(tables.family.get(), Ordering::Release);
         Ok(Self {
             tables,
             _family: PhantomData,
@@ -504,6 +595,11 @@ impl<F: Family> FamilyRegistration<F> {
 
 impl<F: Family> Drop for FamilyRegistration<F> {
     fn drop(&mut self) {
+        // No new multicast sender finds the family; those that did are done
+        // after the grace period.
+        PUBLISHED.store(core::ptr::null_mut(), Ordering::Release);
+        // SAFETY: no locks held; may sleep (drop runs in process context).
+        unsafe { kernel::bindings::synchronize_rcu() };
         // SAFETY: registered in `new` (type invariant); waits for running
         // operations and keeps new ones from starting.
         unsafe { bindings::genl_unregister_family(self.tables.family.get()) };

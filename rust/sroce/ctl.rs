@@ -26,6 +26,20 @@ use crate::roce::session::{ctl as abi, GroupConfig, Policy, PortRange, Session};
 use core::cell::Cell;
 use kernel::{prelude::*, str::CStr};
 
+/// [`abi::MCGRP_EVENTS`], as the C string the family registers.
+pub(super) const MCGRP_EVENTS: &CStr = c"sroce-events";
+const _: () = {
+    let (a, b) = (MCGRP_EVENTS.to_bytes(), abi::MCGRP_EVENTS.as_bytes());
+    assert!(a.len() == b.len());
+    let mut i = 0;
+    while i < a.len() {
+        assert!(a[i] == b[i]);
+        i += 1;
+    }
+};
+/// Index of [`MCGRP_EVENTS`] in the family's groups.
+pub(super) const GROUP_EVENTS: u32 = 0;
+
 /// A device's session defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SessionDefaults {
@@ -86,6 +100,7 @@ impl Family for SroceDriver {
         AttrPolicy::Reject,
         AttrPolicy::Reject,
     ];
+    const MCGRPS: &'static [&'static CStr] = &[MCGRP_EVENTS];
     const OPS: &'static [Op] = &[
         Op {
             cmd: abi::CMD_DEV_GET,
@@ -350,7 +365,8 @@ fn addr16(a: IpAddr) -> [u8; 16] {
     }
 }
 
-fn fill_session(m: &mut Message<'_>, id: usize, s: &Session, f: &io::Flow) -> Result {
+/// The attributes of one session (a dump entry's, an event's).
+pub(super) fn fill_session(m: &mut Message<'_>, id: usize, s: &Session, f: &io::Flow) -> Result {
     let c = s.counters();
     m.put(abi::ATTR_SESSION_ID, &u8::try_from(id).unwrap_or(u8::MAX))?;
     m.put(abi::ATTR_SPORT, &s.src_port())?;

@@ -22,6 +22,7 @@ pub(crate) mod rc;
 pub(crate) mod rc_sessions;
 pub(crate) mod rc_timers;
 pub(crate) mod recv;
+pub(crate) mod session_events;
 pub(crate) mod slot_table;
 pub(crate) mod srq;
 pub(crate) mod ud;

@@ -26,7 +26,7 @@ use crate::roce::{
     requester::RequestPacket,
     session::{
         group::{Group, GroupConfig, Policy, PollResult, Session, SessionSpec},
-        health::probe_reply_matches,
+        health::{probe_reply_matches, State},
         ledger::{Entry as LedgerEntry, LedgerWith},
         port_range::PortRange,
         SessionId, MAX_SESSIONS,
@@ -111,6 +111,8 @@ pub(crate) struct QpSessions<const W: usize> {
     max_failover_us: u64,
     /// The duplicate probe in flight: its session and PSN.
     probe: Option<(u8, Psn)>,
+    /// Each session's state as last reported ([`Self::state_changes`]).
+    reported: [State; MAX_SESSIONS],
 }
 
 /// What [`QpSessions::poll`] asks of the work item.
@@ -209,6 +211,10 @@ impl<const W: usize> QpSessions<W> {
         let ledger = LedgerWith::with_storage(EngineStore::filled(W, LedgerEntry::default())?);
         let group = Group::with_storage(slots, &gcfg, &specs, hash_key, rto_us, now_us)
             .map_err(|_| EINVAL)?;
+        let mut reported = [State::Up; MAX_SESSIONS];
+        for (r, s) in reported.iter_mut().zip(group.sessions()) {
+            *r = s.state();
+        }
         Ok(KVBox::new(
             Self {
                 group,
@@ -223,6 +229,7 @@ impl<const W: usize> QpSessions<W> {
                 last_failover_us: None,
                 max_failover_us: 0,
                 probe: None,
+                reported,
             },
             GFP_KERNEL,
         )?)
@@ -291,6 +298,19 @@ impl<const W: usize> QpSessions<W> {
     /// The sessions with their 5-tuples, for listing.
     pub(crate) fn sessions(&self) -> impl Iterator<Item = (&Session, &io::Flow)> {
         self.group.sessions().iter().zip(self.flows.iter())
+    }
+
+    /// Calls `report` with the index, state and 5-tuple of each session
+    /// whose health state changed since the last call (or since the group
+    /// was built).
+    pub(crate) fn state_changes(&mut self, mut report: impl FnMut(usize, &Session, &io::Flow)) {
+        let sessions = self.group.sessions().iter().zip(self.flows.iter());
+        for (id, ((s, f), r)) in sessions.zip(self.reported.iter_mut()).enumerate() {
+            if *r != s.state() {
+                *r = s.state();
+                report(id, s, f);
+            }
+        }
     }
 
     /// The policy in use.

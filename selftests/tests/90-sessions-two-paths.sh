@@ -6,7 +6,9 @@
 # through different links. Checked: every policy moves data intact; the
 # extra session's port is held (no other socket can bind it); round-robin
 # without the reorder guard uses both links; cutting one link mid-transfer
-# (netem 100% loss) fails nothing, and traffic returns to it afterwards.
+# (netem 100% loss) fails nothing, and traffic returns to it afterwards;
+# an idle QP's session goes down with its link and comes back up by
+# duplicate probes, which `sroce monitor` (the sroce-events group) reports.
 # timeout: 420
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -378,6 +380,16 @@ assert_match "$CLIENT_OUT" "50 iters in" "ibv_ud_pingpong over a two-session gro
 # The link event marks its sessions there down; with nothing outstanding
 # no message can serve as a canary, so duplicate probes (zero-length WRITE
 # at the last acknowledged PSN) must bring them back up.
+# Session events for what follows (sroce monitor, as text and as JSON, in
+# h1, where sroce1's net device is).
+bg_in h1 "$TEST_TMP/monitor.log" "$SROCE" monitor
+MON=$BG_PID
+bg_in h1 "$TEST_TMP/monitor-json.log" "$SROCE" -j monitor
+MONJ=$BG_PID
+for f in monitor monitor-json; do
+	retry 20 grep -q '^monitoring sroce-events' "$TEST_TMP/$f.log" ||
+		fail "sroce monitor did not start: $(cat "$TEST_TMP/$f.log")"
+done
 bg_in - "$TEST_TMP/idle.log" "$SROCE_BIN/rc_idle" sroce1 "$g1" sroce2 "$g2" 12
 IDLE=$BG_PID
 for _ in $(seq 100); do grep -q '^idle qpn' "$TEST_TMP/idle.log" && break; sleep 0.1; done
@@ -405,6 +417,25 @@ for _ in $(seq 40); do
 done
 log "idle QP $qpa after w2 came back:"$'\n'"$list"
 ((up)) || fail "the idle QP's session did not come back up (duplicate probes)"
+# The monitor saw the session go down (or probing) and come back up.
+ev='' last=''
+for _ in $(seq 50); do
+	ev=$(grep "^event sroce1 qp $qpa " "$TEST_TMP/monitor.log" || true)
+	sid=$(grep -m1 -E ' (down|probing) policy' <<<"$ev" | awk '{ print $6 }')
+	last=$(grep "^event sroce1 qp $qpa session ${sid:-x} " <<<"$ev" | tail -n 1)
+	[[ $last == *" up policy "* ]] && break
+	sleep 0.1
+done
+log "sroce monitor, events of QP $qpa:"$'\n'"$ev"
+[[ -n $sid ]] || fail "sroce monitor saw no down or probing event of the idle QP"
+[[ $last == *" up policy "* ]] || fail "sroce monitor saw no up event after w2 came back: $last"
+python3 -c 'import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+ev = [e for e in ev if e["qpn"] == int(sys.argv[1]) and e["session"] == int(sys.argv[2])]
+assert ev and ev[-1]["state"] == "up" and any(e["state"] in ("down", "probing") for e in ev), ev' \
+	"$qpa" "$sid" <"$TEST_TMP/monitor-json.log" ||
+	fail "sroce -j monitor: $(cat "$TEST_TMP/monitor-json.log")"
+kill "$MON" "$MONJ" 2>/dev/null || true
 rc=0
 wait "$IDLE" || rc=$?
 sed 's/^/#   /' "$TEST_TMP/idle.log"

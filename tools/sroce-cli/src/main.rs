@@ -7,12 +7,17 @@
 //!                   [ports MIN-MAX] [reorder-guard on|off]
 //! sroce [-j] session show [DEV]
 //! sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
+//! sroce [-j] monitor
 //! ```
 //!
 //! The settings are each device's session defaults for queue pairs that
 //! connect afterwards; the kernel validates them (the tool only parses
 //! syntax). `session show` lists every connected RC queue pair's sessions.
-//! `-j` (`--json`) prints what `show` lists as one JSON array.
+//! `-j` (`--json`) prints what `show` lists as one JSON array. `monitor`
+//! prints session events (a session of a connected queue pair went down,
+//! came up or is probing) as they happen, from the `sroce-events` group in
+//! this network namespace: one line each, or with `-j` one JSON object per
+//! line.
 
 mod json;
 mod nl;
@@ -28,8 +33,9 @@ const USAGE: &str = "usage: sroce [-j] dev show [DEV]
                          [reorder-guard on|off]
        sroce [-j] session show [DEV]
        sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
+       sroce [-j] monitor
 POLICY := hash | round-robin | least-outstanding | failover
--j, --json: what show lists, as one JSON array";
+-j, --json: what show lists, as one JSON array (monitor: one object per line)";
 
 /// A device as `DEV_GET` reports it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -333,6 +339,50 @@ fn session_show(dev: Option<&str>, json: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Prints session events until killed.
+fn monitor(json: bool) -> Result<(), String> {
+    use std::io::Write;
+    let (mut sock, _) = connect()?;
+    let (fam, groups) = sock
+        .family(abi::FAMILY_NAME)
+        .map_err(|e| describe("resolving the sroce family", &e))?;
+    let group = groups
+        .iter()
+        .find(|(n, _)| n == abi::MCGRP_EVENTS)
+        .map(|(_, id)| *id)
+        .ok_or_else(|| {
+            format!(
+                "the sroce family has no '{}' group (an older module?)",
+                abi::MCGRP_EVENTS
+            )
+        })?;
+    sock.join(group)
+        .map_err(|e| format!("joining {}: {e}", abi::MCGRP_EVENTS))?;
+    let mut out = std::io::stdout();
+    // Tells a script the subscription is in place (stderr: stdout carries
+    // only events).
+    eprintln!("monitoring {}", abi::MCGRP_EVENTS);
+    loop {
+        let events = sock.next_events(fam).map_err(|e| describe("monitor", &e))?;
+        for e in events {
+            let cmd = nl::genl(&e).map(|g| g.cmd).unwrap_or(0);
+            if cmd != abi::CMD_SESSION_EVENT {
+                continue;
+            }
+            let s = session::SessionInfo::parse(&e)
+                .map_err(|err| format!("monitor: bad event from the kernel: {err}"))?;
+            let text = if json {
+                s.json()
+            } else {
+                format!("event {}", s.line())
+            };
+            if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
+
 fn run(args: &[&str]) -> Result<(), String> {
     let (json, args) = match args {
         ["-j" | "--json", rest @ ..] => (true, rest),
@@ -345,6 +395,7 @@ fn run(args: &[&str]) -> Result<(), String> {
             qp_set(&parse_set(&a)?, qpn)
         }
         ["session", "show"] | ["session"] => session_show(None, json),
+        ["monitor"] => monitor(json),
         ["session", "show", dev] => session_show(Some(dev), json),
         ["dev", "show"] | ["dev"] => dev_show(None, json),
         ["dev", "show", dev] => dev_show(Some(dev), json),

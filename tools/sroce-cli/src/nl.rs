@@ -40,6 +40,12 @@ pub const CTRL_CMD_GETFAMILY: u8 = 3;
 pub const CTRL_ATTR_FAMILY_ID: u16 = 1;
 /// `CTRL_ATTR_FAMILY_NAME` (string).
 pub const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+/// `CTRL_ATTR_MCAST_GROUPS` (nested: one nest per group).
+pub const CTRL_ATTR_MCAST_GROUPS: u16 = 7;
+/// `CTRL_ATTR_MCAST_GRP_NAME` (string, in a group's nest).
+pub const CTRL_ATTR_MCAST_GRP_NAME: u16 = 1;
+/// `CTRL_ATTR_MCAST_GRP_ID` (u32, in a group's nest).
+pub const CTRL_ATTR_MCAST_GRP_ID: u16 = 2;
 
 /// Attribute type bits that are flags, not the type (`NLA_TYPE_MASK`).
 const NLA_FLAGS: u16 = 0xC000;

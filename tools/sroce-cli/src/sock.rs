@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const SOL_NETLINK: libc::c_int = 270;
 const NETLINK_EXT_ACK: libc::c_int = 11;
 const NETLINK_CAP_ACK: libc::c_int = 10;
+const NETLINK_ADD_MEMBERSHIP: libc::c_int = 1;
 
 /// What went wrong with a request.
 #[derive(Debug)]
@@ -146,17 +147,77 @@ impl Socket {
 
     /// The id of generic netlink family `name`.
     pub fn family_id(&mut self, name: &str) -> Result<u16, Error> {
+        self.family(name).map(|(id, _)| id)
+    }
+
+    /// The id of generic netlink family `name` and its multicast groups
+    /// (name, id).
+    pub fn family(&mut self, name: &str) -> Result<(u16, Vec<(String, u32)>), Error> {
         let replies = self.request(nl::GENL_ID_CTRL, 1, nl::CTRL_CMD_GETFAMILY, false, |b| {
             b.str(nl::CTRL_ATTR_FAMILY_NAME, name).map(drop)
         })?;
+        let mut id = None;
+        let mut groups = Vec::new();
         for r in &replies {
             for a in nl::attrs(nl::genl(r)?.attrs) {
                 let a = a?;
-                if a.ty == nl::CTRL_ATTR_FAMILY_ID {
-                    return Ok(a.u16()?);
+                match a.ty {
+                    nl::CTRL_ATTR_FAMILY_ID => id = Some(a.u16()?),
+                    nl::CTRL_ATTR_MCAST_GROUPS => {
+                        for g in nl::attrs(a.payload) {
+                            let (mut gname, mut gid) = (None, None);
+                            for f in nl::attrs(g?.payload) {
+                                let f = f?;
+                                match f.ty {
+                                    nl::CTRL_ATTR_MCAST_GRP_NAME => gname = Some(f.str()?),
+                                    nl::CTRL_ATTR_MCAST_GRP_ID => gid = Some(f.u32()?),
+                                    _ => {}
+                                }
+                            }
+                            if let (Some(n), Some(i)) = (gname, gid) {
+                                groups.push((n.to_owned(), i));
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
-        Err(Error::Decode(nl::DecodeError::Truncated))
+        id.map(|id| (id, groups))
+            .ok_or(Error::Decode(nl::DecodeError::Truncated))
+    }
+
+    /// Joins multicast group `group` (its id).
+    pub fn join(&self, group: u32) -> io::Result<()> {
+        // SAFETY: `group` is a valid u32 for the option's size.
+        check(unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                SOL_NETLINK,
+                NETLINK_ADD_MEMBERSHIP,
+                (&group as *const u32).cast(),
+                std::mem::size_of::<u32>() as libc::socklen_t,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Waits for the next multicast messages of family `family` and returns
+    /// their generic netlink payloads.
+    pub fn next_events(&self, family: u16) -> Result<Vec<Vec<u8>>, Error> {
+        let mut buf = vec![0u8; 32768];
+        loop {
+            let n = self.recv(&mut buf)?;
+            let mut out = Vec::new();
+            for m in nl::messages(&buf[..n]) {
+                let m = m?;
+                if m.ty == family && m.seq == 0 {
+                    out.push(m.payload.to_vec());
+                }
+            }
+            if !out.is_empty() {
+                return Ok(out);
+            }
+        }
     }
 }

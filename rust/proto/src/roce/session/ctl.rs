@@ -25,6 +25,9 @@
 //!   [`ATTR_SRTT_US`] (`u32`); [`ATTR_ROCE_V1`] on a RoCE v1 connection's
 //!   session.
 //!
+//! - [`CMD_SESSION_EVENT`]: sent, never requested, to the multicast group
+//!   [`MCGRP_EVENTS`] when a session goes down, up or probing.
+//!
 //! The `DEV_SET` values are a device's defaults for the session groups of
 //! queue pairs that connect afterwards; see `docs/sessions.md`.
 
@@ -47,6 +50,13 @@ pub const CMD_SESSION_GET: u8 = 3;
 /// size rebuilds its group; messages in flight complete normally); the
 /// override also applies whenever it connects again.
 pub const CMD_QP_SET: u8 = 4;
+/// A session's health changed (never a request: sent to the
+/// [`MCGRP_EVENTS`] group of the device's network namespace): the
+/// attributes of a [`CMD_SESSION_GET`] entry, [`ATTR_STATE`] the new state.
+pub const CMD_SESSION_EVENT: u8 = 5;
+
+/// The multicast group of session events.
+pub const MCGRP_EVENTS: &str = "sroce-events";
 
 /// RDMA device name (NUL-terminated string).
 pub const ATTR_DEV_NAME: u16 = 1;
