@@ -70,8 +70,10 @@ int sroce_roce_gid(struct ib_device *dev, u32 port, u32 index, u8 gid[16], bool 
 bool sroce_has_roce_v1_gid(struct ib_device *dev, u32 port, const u8 gid[16])
 {
 	const struct ib_gid_attr *attr;
+	union ib_gid want;
 
-	attr = rdma_find_gid_by_port(dev, (const union ib_gid *)gid, IB_GID_TYPE_ROCE, port, NULL);
+	memcpy(want.raw, gid, sizeof(want.raw));
+	attr = rdma_find_gid_by_port(dev, &want, IB_GID_TYPE_ROCE, port, NULL);
 	if (IS_ERR(attr))
 		return false;
 	rdma_put_gid_attr(attr);

@@ -196,6 +196,12 @@ fn send_one(
             (av.sgid, av.roce_v1) = dev
                 .roce_gid(PORT, av.sgid_index)
                 .ok_or(WcStatus::LocQpOpErr)?;
+            // RoCE v1 frames go to the address's MAC, which here would be
+            // the process's word (RoCEv2 resolves it by routing): a v1
+            // destination needs an address handle, resolved by the core.
+            if av.roce_v1 {
+                return Err(WcStatus::LocQpOpErr);
+            }
             av
         }
         None => dev

@@ -78,7 +78,8 @@ impl Encap {
         if av.roce_v1 {
             Encap::RoceV1 {
                 dmac: av.dmac,
-                flow_label: av.flow_label,
+                // The core passes on what the process set: 20 bits count.
+                flow_label: av.flow_label & crate::roce::grh::FLOW_LABEL_MAX,
             }
         } else {
             Encap::RoceV2
