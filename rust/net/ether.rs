@@ -5,7 +5,10 @@
 //! ([`EthertypeReceiver`], `dev_add_pack`). For protocols without IP (RoCE
 //! v1); the frames stay on one Ethernet segment.
 
-use super::{bindings, skb::SkBuff};
+use super::{
+    bindings,
+    skb::{SkBuff, TxBuffer},
+};
 use crate::rdma::netdev::NetDevice;
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc, types::Opaque};
@@ -13,16 +16,15 @@ use kernel::{prelude::*, sync::Arc, types::Opaque};
 /// Length of the Ethernet header written in front of a frame's payload.
 const ETH_HEADER_LEN: usize = 14;
 
-/// A frame being filled: a private, linear skb with headroom for the link
-/// header, its data being the payload (what follows the Ethernet header).
+/// A frame being filled: a [`TxBuffer`] with headroom for the link header,
+/// its data being the payload (what follows the Ethernet header).
 ///
 /// # Invariants
 ///
-/// `skb` is linear and not shared or cloned; `data` points at the payload
-/// (`len` bytes, initialised) with at least the device's link-layer
-/// reserved space before it.
+/// `buf`'s data is the payload, with at least the device's link-layer
+/// reserved space (and an Ethernet header) of headroom before it.
 pub(crate) struct Frame {
-    skb: SkBuff,
+    buf: TxBuffer,
 }
 
 impl Frame {
@@ -32,44 +34,20 @@ impl Frame {
     pub(crate) fn new(ndev: &NetDevice, len: usize) -> Result<Self> {
         // SAFETY: `ndev` is live for the call.
         let ll = unsafe { bindings::sroce_ll_reserved_space(ndev.as_raw()) } as usize;
-        let headroom = ll.max(ETH_HEADER_LEN);
-        let size = headroom
-            .checked_add(len)
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|&n| n <= 0xffff + 256)
-            .ok_or(EMSGSIZE)?;
-        // SAFETY: plain allocation; GFP_ATOMIC never sleeps.
-        let skb = unsafe { bindings::sroce_alloc_skb(size, kernel::bindings::GFP_ATOMIC) };
-        let skb = NonNull::new(skb).ok_or(ENOMEM)?;
-        // SAFETY: a fresh skb whose only reference is ours.
-        let skb = unsafe { SkBuff::from_raw(skb) };
-        // SAFETY: `size` bytes of room: reserve the headroom, add `len`
-        // bytes at the tail and zero them so every byte is initialised.
-        unsafe {
-            bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32);
-            let p = bindings::skb_put(skb.as_raw(), len as u32);
-            core::ptr::write_bytes(p.cast::<u8>(), 0, len);
-        }
-        // INVARIANT: fresh, linear, private; payload at data.
-        Ok(Self { skb })
+        // INVARIANT: that headroom, the payload at data.
+        Ok(Self {
+            buf: TxBuffer::new(ll.max(ETH_HEADER_LEN), len)?,
+        })
     }
 
     /// The payload, to be written.
     pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
-        // SAFETY: a private linear skb: `data` has `len` initialised bytes
-        // no one else reads or writes while we hold `&mut self`.
-        unsafe {
-            let skb = self.skb.as_raw();
-            core::slice::from_raw_parts_mut((*skb).data, (*skb).len as usize)
-        }
+        self.buf.data_mut()
     }
 
     /// Shortens the payload to `len` bytes (no-op if not shorter).
     pub(crate) fn truncate(&mut self, len: usize) {
-        if len < self.skb.len() {
-            // SAFETY: a private linear skb, shortened (never lengthened).
-            unsafe { bindings::skb_trim(self.skb.as_raw(), len as u32) };
-        }
+        self.buf.truncate(len);
     }
 
     /// Writes the Ethernet header (`ndev`'s address as the source) and
@@ -79,7 +57,7 @@ impl Frame {
     /// header on). The frame is gone either way: `ENOBUFS` if it was
     /// dropped (full queue), or the stack's errno.
     pub(crate) fn send(self, ndev: &NetDevice, ethertype: u16, dst: &[u8; 6]) -> Result<usize> {
-        let raw = self.skb.into_raw();
+        let raw = self.buf.into_raw();
         let dev = ndev.as_raw();
         let to_self = ndev.mac().is_some_and(|m| m == *dst);
         // SAFETY: a private skb with the headroom reserved in `new`; `dev`

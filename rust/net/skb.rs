@@ -188,3 +188,75 @@ impl Drop for SkBuff {
         unsafe { bindings::sroce_kfree_skb(self.as_raw()) };
     }
 }
+
+/// A private, linear socket buffer being filled for sending: headroom
+/// reserved for the headers to be pushed in front, then the data, a zeroed
+/// payload at first.
+///
+/// # Invariants
+///
+/// `skb` is linear and not shared or cloned; its `len` bytes from `data`
+/// are initialised.
+pub(crate) struct TxBuffer {
+    skb: SkBuff,
+}
+
+impl TxBuffer {
+    /// A buffer with `headroom` bytes of headroom and a zeroed payload of
+    /// `len` bytes. Allocates atomically (callable from any context):
+    /// `ENOMEM` if that fails, `EMSGSIZE` if the sizes are absurd.
+    pub(super) fn new(headroom: usize, len: usize) -> Result<Self> {
+        let size = headroom
+            .checked_add(len)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|&n| n <= 0xffff + 256)
+            .ok_or(EMSGSIZE)?;
+        // SAFETY: plain allocation; GFP_ATOMIC never sleeps.
+        let skb = unsafe { bindings::sroce_alloc_skb(size, kernel::bindings::GFP_ATOMIC) };
+        let skb = NonNull::new(skb).ok_or(ENOMEM)?;
+        // SAFETY: a fresh skb whose only reference is ours.
+        let skb = unsafe { SkBuff::from_raw(skb) };
+        // SAFETY: `size` bytes of room: reserve the headroom, add `len`
+        // bytes at the tail and zero them so every byte is initialised.
+        unsafe {
+            bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32);
+            let p = bindings::skb_put(skb.as_raw(), len as u32);
+            core::ptr::write_bytes(p.cast::<u8>(), 0, len);
+        }
+        // INVARIANT: fresh, linear, private, every byte written.
+        Ok(Self { skb })
+    }
+
+    /// The bytes from the data pointer to the end, to be written.
+    pub(super) fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: a private linear skb: `data` has `len` initialised bytes
+        // no one else reads or writes while we hold `&mut self`.
+        unsafe {
+            let skb = self.skb.as_raw();
+            core::slice::from_raw_parts_mut((*skb).data, (*skb).len as usize)
+        }
+    }
+
+    /// Shortens the data to `len` bytes (no-op if not shorter).
+    pub(super) fn truncate(&mut self, len: usize) {
+        if len < self.skb.len() {
+            // SAFETY: a private linear skb, shortened (never lengthened).
+            unsafe { bindings::skb_trim(self.skb.as_raw(), len as u32) };
+        }
+    }
+
+    /// Bytes from the data pointer to the end.
+    pub(super) fn len(&self) -> usize {
+        self.skb.len()
+    }
+
+    /// The skb, for writing headers into its headroom (`skb_push`).
+    pub(super) fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.skb.as_raw()
+    }
+
+    /// Gives up ownership without freeing (the caller passes it to C).
+    pub(super) fn into_raw(self) -> *mut bindings::sk_buff {
+        self.skb.into_raw()
+    }
+}

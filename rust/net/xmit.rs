@@ -13,7 +13,7 @@
 //! Linux itself sends for DF traffic without a connected socket); the UDP
 //! checksum is 0 (none) for both families, as RoCEv2 senders do.
 
-use super::{addr::IpAddr, bindings, route::Route, route::UdpFlow, skb::SkBuff};
+use super::{addr::IpAddr, bindings, route::Route, route::UdpFlow, skb::TxBuffer};
 use kernel::prelude::*;
 
 /// Length of the IPv4 header written (no options).
@@ -32,16 +32,16 @@ pub(crate) struct IpParams {
     pub(crate) hop_limit: u8,
 }
 
-/// A datagram being filled: a private, linear skb with headroom for the
-/// link, IP and UDP headers, its data being the payload.
+/// A datagram being filled: a [`TxBuffer`] with headroom for the link, IP
+/// and UDP headers, its data being the payload.
 ///
 /// # Invariants
 ///
-/// `skb` is linear and not shared or cloned; `data` points at the payload
-/// (`len` bytes, initialised) with at least `headroom` bytes before it;
+/// `buf`'s data is the payload with at least the link-layer reserved
+/// space of `route`'s device, an IP and a UDP header of headroom before it;
 /// `route` is the route for `flow`.
 pub(crate) struct Datagram {
-    skb: SkBuff,
+    buf: TxBuffer,
     route: Route,
     flow: UdpFlow,
 }
@@ -58,28 +58,10 @@ impl Datagram {
         };
         // SAFETY: the route's device is live while we hold the route.
         let ll = unsafe { bindings::sroce_ll_reserved_space(route.device().as_raw()) } as usize;
-        let headroom = ll + ip_len + UDP_HEADER_LEN;
-        let size = headroom
-            .checked_add(len)
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|&n| n <= 0xffff + 256)
-            .ok_or(EMSGSIZE)?;
-        // SAFETY: plain allocation; GFP_ATOMIC never sleeps.
-        let skb = unsafe { bindings::sroce_alloc_skb(size, kernel::bindings::GFP_ATOMIC) };
-        let skb = core::ptr::NonNull::new(skb).ok_or(ENOMEM)?;
-        // SAFETY: a fresh skb whose only reference is ours.
-        let skb = unsafe { SkBuff::from_raw(skb) };
-        // SAFETY: `size` bytes of room: reserve the headroom, then add
-        // `len` bytes of payload at the tail and zero them so every byte
-        // is initialised.
-        unsafe {
-            bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32);
-            let p = bindings::skb_put(skb.as_raw(), len as u32);
-            core::ptr::write_bytes(p.cast::<u8>(), 0, len);
-        }
-        // INVARIANT: fresh, linear, private; payload at data.
+        let buf = TxBuffer::new(ll + ip_len + UDP_HEADER_LEN, len)?;
+        // INVARIANT: that headroom, the payload at data.
         Ok(Self {
-            skb,
+            buf,
             route,
             flow: *flow,
         })
@@ -87,28 +69,20 @@ impl Datagram {
 
     /// The payload, to be written.
     pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
-        // SAFETY: a private linear skb: `data` has `len` initialised bytes
-        // no one else reads or writes while we hold `&mut self`.
-        unsafe {
-            let skb = self.skb.as_raw();
-            core::slice::from_raw_parts_mut((*skb).data, (*skb).len as usize)
-        }
+        self.buf.data_mut()
     }
 
     /// Shortens the payload to `len` bytes (no-op if not shorter).
     pub(crate) fn truncate(&mut self, len: usize) {
-        if len < self.skb.len() {
-            // SAFETY: a private linear skb, shortened (never lengthened).
-            unsafe { bindings::skb_trim(self.skb.as_raw(), len as u32) };
-        }
+        self.buf.truncate(len);
     }
 
     /// Writes the UDP and IP headers in front of the payload.
     pub(crate) fn seal(self, ip: &IpParams) -> Result<Sealed> {
-        let payload_len = self.skb.len();
+        let payload_len = self.buf.len();
         let udp_len = payload_len + UDP_HEADER_LEN;
         let udp_len16 = u16::try_from(udp_len).map_err(|_| EMSGSIZE)?;
-        let raw = self.skb.as_raw();
+        let raw = self.buf.as_raw();
         // SAFETY: the headroom reserved in `new` fits both headers; the
         // pushed bytes are then written in full before anything reads them.
         let hdrs = unsafe {
@@ -202,13 +176,13 @@ impl Sealed {
     /// skb is gone either way; an error means it was dropped (`ENOBUFS`
     /// for a full queue, or the stack's errno).
     pub(crate) fn send(self) -> Result<usize> {
-        let Datagram { skb, route, .. } = self.d;
-        let len = skb.len();
+        let Datagram { buf, route, .. } = self.d;
+        let len = buf.len();
         let v6 = route.is_v6();
         let dev = route.device().as_raw();
         // SAFETY: `dev` is live while the route is held.
         let net = unsafe { bindings::sroce_dev_net(dev) };
-        let raw = skb.into_raw();
+        let raw = buf.into_raw();
         // SAFETY: attaches our route reference to the skb (which now owns
         // it, keeping `dev` and `net` alive), then gives the skb, with its
         // headers in place, to the IP layer, which consumes it.

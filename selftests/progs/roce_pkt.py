@@ -149,41 +149,58 @@ def parse_frame(frame):
     return version, ip, udp, body
 
 
-def cmd_capture(a):
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    s.bind((a.iface, 0))
+def capture(iface, ethertype, count, timeout, judge):
+    """Reads frames of ethertype arriving on iface until count of them were
+    judged good or timeout seconds passed; judge(frame) returns (line, good)
+    or None to skip a frame. Prints the lines; returns how many were good."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+    s.bind((iface, 0))
     good = 0
-    deadline = time.monotonic() + a.timeout
+    deadline = time.monotonic() + timeout
     print("listening", flush=True)
-    while good < a.count:
+    while good < count:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([s], [], [], left)[0]:
             break
         frame, addr = s.recvfrom(65536)
         if addr[2] == socket.PACKET_OUTGOING:
             continue
-        p = parse_frame(frame)
-        if p is None:
+        verdict = judge(frame)
+        if verdict is None:
             continue
-        version, ip, udp, body = p
-        covered, trailer = body[:-4], body[-4:]
-        ok_icrc = len(body) >= 16 and struct.unpack("<I", trailer)[0] == icrc(ip, udp, covered)
-        # UD SEND only: BTH 12 + DETH 8, then the payload and the pad.
-        pad = (covered[1] >> 4) & 3 if len(covered) > 1 else 0
-        payload = covered[20:len(covered) - pad]
-        ok_payload = payload == bytes(i & 0xFF for i in range(len(payload)))
-        if a.expect_len is not None and len(payload) != a.expect_len:
-            ok_payload = False
-        if version == 4:
-            srca, dsta = ipaddress.ip_address(ip[12:16]), ipaddress.ip_address(ip[16:20])
-        else:
-            srca, dsta = ipaddress.ip_address(ip[8:24]), ipaddress.ip_address(ip[24:40])
-        sport = struct.unpack(">H", udp[0:2])[0]
-        print(f"frame v{version} {srca} {dsta} sport={sport} len={len(payload)} "
-              f"icrc={'ok' if ok_icrc else 'BAD'} payload={'ok' if ok_payload else 'BAD'}",
-              flush=True)
-        if ok_icrc and ok_payload:
+        line, ok = verdict
+        print(line, flush=True)
+        if ok:
             good += 1
+    return good
+
+
+def judge_v2(a, frame):
+    """(line, good) for a RoCEv2 frame of cmd_send's kind, None for others."""
+    p = parse_frame(frame)
+    if p is None:
+        return None
+    version, ip, udp, body = p
+    covered, trailer = body[:-4], body[-4:]
+    ok_icrc = len(body) >= 16 and struct.unpack("<I", trailer)[0] == icrc(ip, udp, covered)
+    # UD SEND only: BTH 12 + DETH 8, then the payload and the pad.
+    pad = (covered[1] >> 4) & 3 if len(covered) > 1 else 0
+    payload = covered[20:len(covered) - pad]
+    ok_payload = payload == bytes(i & 0xFF for i in range(len(payload)))
+    if a.expect_len is not None and len(payload) != a.expect_len:
+        ok_payload = False
+    if version == 4:
+        srca, dsta = ipaddress.ip_address(ip[12:16]), ipaddress.ip_address(ip[16:20])
+    else:
+        srca, dsta = ipaddress.ip_address(ip[8:24]), ipaddress.ip_address(ip[24:40])
+    sport = struct.unpack(">H", udp[0:2])[0]
+    line = (f"frame v{version} {srca} {dsta} sport={sport} len={len(payload)} "
+            f"icrc={'ok' if ok_icrc else 'BAD'} payload={'ok' if ok_payload else 'BAD'}")
+    return line, ok_icrc and ok_payload
+
+
+def cmd_capture(a):
+    good = capture(a.iface, ETH_P_ALL, a.count, a.timeout, lambda f: judge_v2(a, f))
     print(f"captured {good} good frames")
     return 0 if good >= a.count else 1
 
@@ -217,33 +234,24 @@ def cmd_v1send(a):
     print(f"sent {len(t) + 4} RoCE v1 transport bytes {sgid} -> {dgid} on {a.iface}")
 
 
+def judge_v1(frame):
+    """(line, good) for a RoCE v1 frame: GRH sane and ICRC right."""
+    if len(frame) < 14 + 40 + 12 + 4:
+        return f"v1frame short len={len(frame)}", False
+    grh, rest = frame[14:54], frame[54:]
+    plen = struct.unpack(">H", grh[4:6])[0]
+    sane = grh[0] >> 4 == 6 and grh[6] == GRH_NEXT_HEADER_IBA and 16 <= plen <= len(rest)
+    body = rest[:plen]
+    covered, trailer = body[:-4], body[-4:]
+    ok = sane and struct.unpack("<I", trailer)[0] == icrc_v1(grh, covered)
+    sgid, dgid = ipaddress.ip_address(grh[8:24]), ipaddress.ip_address(grh[24:40])
+    line = (f"v1frame {sgid} {dgid} opcode=0x{covered[0]:02x} len={len(body)} "
+            f"icrc={'ok' if ok else 'BAD'}")
+    return line, ok
+
+
 def cmd_v1capture(a):
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ROCE_V1))
-    s.bind((a.iface, 0))
-    good = 0
-    deadline = time.monotonic() + a.timeout
-    print("listening", flush=True)
-    while good < a.count:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([s], [], [], left)[0]:
-            break
-        frame, addr = s.recvfrom(65536)
-        if addr[2] == socket.PACKET_OUTGOING:
-            continue
-        if len(frame) < 14 + 40 + 12 + 4:
-            print(f"v1frame short len={len(frame)}", flush=True)
-            continue
-        grh, rest = frame[14:54], frame[54:]
-        plen = struct.unpack(">H", grh[4:6])[0]
-        sane = grh[0] >> 4 == 6 and grh[6] == GRH_NEXT_HEADER_IBA and 16 <= plen <= len(rest)
-        body = rest[:plen]
-        covered, trailer = body[:-4], body[-4:]
-        ok = sane and struct.unpack("<I", trailer)[0] == icrc_v1(grh, covered)
-        sgid, dgid = ipaddress.ip_address(grh[8:24]), ipaddress.ip_address(grh[24:40])
-        print(f"v1frame {sgid} {dgid} opcode=0x{covered[0]:02x} len={len(body)} "
-              f"icrc={'ok' if ok else 'BAD'}", flush=True)
-        if ok:
-            good += 1
+    good = capture(a.iface, ETH_P_ROCE_V1, a.count, a.timeout, judge_v1)
     print(f"captured {good} good RoCE v1 frames")
     return 0 if good >= a.count else 1
 
