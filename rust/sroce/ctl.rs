@@ -12,6 +12,7 @@
 //! shows them in its default shared mode; changes need `CAP_NET_ADMIN` in
 //! the initial user namespace.
 
+use super::rc::RxFlows;
 use super::{
     device::SroceDevice,
     io,
@@ -22,7 +23,9 @@ use crate::net::addr::IpAddr;
 use crate::net::genl::{AttrPolicy, Dump, Family, Message, Op, Request};
 use crate::rdma::device::{Device, PORT};
 use crate::rdma::qp::QpType;
-use crate::roce::session::{ctl as abi, GroupConfig, Policy, PortRange, Session};
+use crate::roce::session::{
+    ctl as abi, GroupConfig, NetAddr, Policy, PortRange, RxSession, Session,
+};
 use core::cell::Cell;
 use kernel::{prelude::*, str::CStr};
 
@@ -86,7 +89,10 @@ impl Family for SroceDriver {
         AttrPolicy::U8 { min: 0, max: 1 },
         // ATTR_QPN
         AttrPolicy::U32,
-        // ATTR_SESSION_ID ..= ATTR_ROCE_V1 (reported only)
+        // ATTR_SESSION_ID ..= ATTR_RX_BYTES (reported only)
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
         AttrPolicy::Reject,
         AttrPolicy::Reject,
         AttrPolicy::Reject,
@@ -125,6 +131,12 @@ impl Family for SroceDriver {
             doit: true,
             dump: false,
             admin: true,
+        },
+        Op {
+            cmd: abi::CMD_RX_FLOW_GET,
+            doit: false,
+            dump: true,
+            admin: false,
         },
     ];
 
@@ -186,8 +198,8 @@ impl Family for SroceDriver {
     }
 
     fn dump(&self, cmd: u8, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
-        if cmd == abi::CMD_SESSION_GET {
-            return self.dump_sessions(cursor, out);
+        if cmd == abi::CMD_SESSION_GET || cmd == abi::CMD_RX_FLOW_GET {
+            return self.dump_per_qp(cmd, cursor, out);
         }
         if cmd != abi::CMD_DEV_GET {
             return Err(EOPNOTSUPP);
@@ -223,7 +235,10 @@ impl SroceDriver {
     /// connections: another namespace's are none of the requester's
     /// business, as its sockets would not be (devices themselves are
     /// listed everywhere, as the RDMA core's shared mode shows them).
-    fn dump_sessions(&self, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
+    ///
+    /// With `cmd` [`abi::CMD_RX_FLOW_GET`], the connections' received flows
+    /// instead, by the same rule.
+    fn dump_per_qp(&self, cmd: u8, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
         let requester = out.requester_net();
         let mut seen = 0usize;
         let mut dev_index = 0usize;
@@ -250,6 +265,12 @@ impl SroceDriver {
                                 cursor: &mut *cursor,
                                 out: &mut *out,
                             };
+                            if cmd == abi::CMD_RX_FLOW_GET {
+                                if let Some(rc) = inner.rc.as_ref() {
+                                    list.rx_flows(&rc.rx_flows, rc.local_addr(), rc.roce_v1())?;
+                                }
+                                return Ok(());
+                            }
                             // An RC QP's group, or a UD QP's per destination.
                             if let Some(rc) = inner.rc.as_ref() {
                                 list.group(&rc.sessions)?;
@@ -293,6 +314,45 @@ impl Listing<'_, '_> {
                     m.put(abi::ATTR_QPN, &self.qpn)?;
                     m.put(abi::ATTR_POLICY, &policy)?;
                     fill_session(m, id, sess, flow)
+                })?;
+                *self.cursor += 1;
+            }
+            *self.seen += 1;
+        }
+        Ok(())
+    }
+
+    /// One entry per received flow of a connection not yet sent, then one
+    /// for the flows beyond the table if anything came on them.
+    fn rx_flows(&mut self, f: &RxFlows, local: IpAddr, roce_v1: bool) -> Result {
+        let others = (f.other_packets() > 0).then(|| RxSession {
+            src: NetAddr::default(),
+            sport: 0,
+            packets: f.other_packets(),
+            bytes: f.other_bytes(),
+        });
+        let flows = f.rx_sessions().iter().enumerate();
+        let all = Iterator::chain(
+            flows,
+            others.iter().map(|o| (usize::from(abi::RX_FLOW_OTHERS), o)),
+        );
+        for (id, r) in all {
+            if *self.seen >= *self.cursor {
+                self.out.entry(abi::CMD_RX_FLOW_GET, |m| {
+                    m.put(abi::ATTR_DEV_NAME, self.dev.name())?;
+                    m.put(abi::ATTR_QPN, &self.qpn)?;
+                    m.put(abi::ATTR_RX_FLOW, &u8::try_from(id).unwrap_or(u8::MAX))?;
+                    if id != usize::from(abi::RX_FLOW_OTHERS) {
+                        m.put(abi::ATTR_SRC_ADDR, &r.src.0[..])?;
+                        m.put(abi::ATTR_SPORT, &r.sport)?;
+                    }
+                    m.put(abi::ATTR_DST_ADDR, &addr16(local)[..])?;
+                    m.put(abi::ATTR_RX_PACKETS, &r.packets)?;
+                    m.put(abi::ATTR_RX_BYTES, &r.bytes)?;
+                    if roce_v1 {
+                        m.put(abi::ATTR_ROCE_V1, &1u8)?;
+                    }
+                    Ok(())
                 })?;
                 *self.cursor += 1;
             }

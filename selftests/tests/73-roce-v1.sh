@@ -153,6 +153,12 @@ s = [x for x in json.loads(sys.stdin.read()) if x["qpn"] == int(sys.argv[1])]
 assert len(s) == 1 and s[0]["encap"] == "roce-v1" and "sport" not in s[0], s' "$qpa" <<<"$json" ||
 	fail "sroce -j session show for the RoCE v1 QP: $json"
 assert_fails_with "not supported" "$SROCE" qp set "$DEV1" "$qpa" group-size 2
+# The receiving end counts the v1 flow it came on (no UDP port).
+qpb=$(awk '/^idle qpn/ { print $4 }' "$TEST_TMP/idle.log")
+flows=$(in_h2 "$SROCE" flow show "$DEV2")
+log "$DEV2's received flows:"$'\n'"$flows"
+assert_match "$flows" "^$DEV2 qp $qpb rx-flow 0 roce-v1 10\.77\.1\.1 -> 10\.77\.1\.2 rx [1-9][0-9]* pkts" \
+	"the RoCE v1 connection's received flow"
 rc=0
 wait "$idle" || rc=$?
 ((rc == 0)) || fail "rc_idle over RoCE v1 failed ($rc): $(cat "$TEST_TMP/idle.log")"

@@ -8,7 +8,8 @@
 # without the reorder guard uses both links; cutting one link mid-transfer
 # (netem 100% loss) fails nothing, and traffic returns to it afterwards;
 # an idle QP's session goes down with its link and comes back up by
-# duplicate probes, which `sroce monitor` (the sroce-events group) reports.
+# duplicate probes, which `sroce monitor` (the sroce-events group) reports;
+# the receiving side counts each of the sender's sessions (flow show).
 # timeout: 420
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -31,8 +32,17 @@ tx() { in_ns "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
 # the 2-4 MB/s of a TCG VM: 30-65 ms), so perftest's default of 14 (67 ms)
 # is no longer above it when the machine is busy, and any RC stack then
 # times out spuriously, again and again, until its retries run out.
-QP_TIMEOUT=17
-RTO_MS=537
+# A kernel with KASAN and lockdep under TCG (SROCE_TIMEOUT_SCALE above 1)
+# reacts several times slower: restoring a cut (a few forks of tc) there
+# outlasts the retries of 537 ms timeouts, so the timeout grows with the
+# scale (19: 2.1 s).
+if ((SCALE > 1)); then
+	QP_TIMEOUT=19
+	RTO_MS=2147
+else
+	QP_TIMEOUT=17
+	RTO_MS=537
+fi
 # A perftest stream from h2 to h1 (TOOL ARGS: e.g. ib_write_bw -s 65536)
 # in the background that reports every 2 s and runs until end_stream, so
 # whatever a test does meanwhile happens while data moves, however slow the
@@ -240,6 +250,22 @@ log "rdma -dd resource show qp lqpn $qpn: $res"
 assert_match "$res" "session_group_size 2" "rdma resource show qp: group size"
 assert_match "$res" "session_policy round-robin" "rdma resource show qp: policy"
 ((dv > 500 && dw > 500)) || fail "after qp set the QP did not use both links (v2 +$dv, w2 +$dw)"
+# The server's side counts what it received per flow it came on: both of
+# the client's session ports (sroce flow show, in h1), as text and JSON.
+ports=$(sed -nE 's/^sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:([0-9]+) .*/\1/p' <<<"$list" | sort -n | tr '\n' ' ')
+flows=$(in_h1 "$SROCE" flow show sroce1)
+log "sroce1's received flows (client session ports: $ports):"$'\n'"$flows"
+for p in $ports; do
+	assert_match "$flows" "^sroce1 qp [0-9]+ rx-flow [0-9]+ 10\.77\.9\.2:$p -> 10\.77\.9\.1:4791 rx [1-9][0-9]* pkts" \
+		"sroce1 counts the packets that came from the client's port $p"
+done
+assert_eq "" "$("$SROCE" flow show sroce1)" "sroce1's flows from the root namespace"
+json=$(in_h1 "$SROCE" -j flow show sroce1)
+python3 -c 'import json, sys
+f = json.load(sys.stdin)
+want = {int(p) for p in sys.argv[1].split()}
+seen = {x["sport"] for x in f if x.get("encap") == "roce-v2" and x["rx_packets"] > 0 and x["dport"] == 4791}
+assert want <= seen, (want, f)' "$ports" <<<"$json" || fail "sroce -j flow show: $json"
 end_stream "ib_write_bw across qp set"
 group round-robin off
 

@@ -101,7 +101,6 @@ impl RxPacket {
     }
 
     /// The UDP source port the sender chose (0 for RoCE v1).
-    #[expect(dead_code, reason = "for per-session receive counters")]
     pub(crate) fn src_port(&self) -> u16 {
         self.src_port
     }

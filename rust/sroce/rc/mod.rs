@@ -57,7 +57,7 @@ use crate::roce::{
     requester::{RequesterConfig, SendQueueWith, Slot},
     responder::{ReadAtomicResource, ResponderConfig, ResponderWith},
     segment::Mtu,
-    session::GroupConfig,
+    session::{FiveTuple, GroupConfig, NetAddr, ReceiveFilter},
 };
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
@@ -363,7 +363,18 @@ pub(crate) struct RcState {
     /// The net device the last READ request came in through: its
     /// responses go out through it (see [`send_reply`]).
     read_ingress: i32,
+    /// What arrived from the peer, counted per UDP source port it came
+    /// from (the peer's sessions, as seen here).
+    pub(crate) rx_flows: RxFlows,
 }
+
+/// How many of a peer's flows a connection counts apart (the rest
+/// together).
+pub(crate) const RX_FLOWS: usize = 8;
+
+/// A connection's received flows: one local and one peer address (the
+/// connection's), up to [`RX_FLOWS`] peer source ports.
+pub(crate) type RxFlows = ReceiveFilter<1, RX_FLOWS>;
 
 impl RcState {
     /// A connection as the attributes at RTR describe it.
@@ -447,6 +458,7 @@ impl RcState {
                 sessions,
                 epoch,
                 read_ingress: 0,
+                rx_flows: RxFlows::sroce(&[NetAddr(flow.src.gid())], &[NetAddr(flow.dst.gid())]),
             }),
             GFP_KERNEL,
         )
@@ -463,6 +475,16 @@ impl RcState {
         cfg.rnr_retry = a.rnr_retry;
         cfg.acknowledged = transport == Transport::Rc;
         cfg
+    }
+
+    /// The connection's local address (its source GID's).
+    pub(crate) fn local_addr(&self) -> IpAddr {
+        self.flow.src
+    }
+
+    /// Whether the connection is RoCE v1.
+    pub(crate) fn roce_v1(&self) -> bool {
+        self.flow.encap.is_roce_v1()
     }
 
     /// Whether the peer acknowledges (RC, not UC).
@@ -736,6 +758,18 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
     });
     if !from_peer {
         return true;
+    }
+    if let Some(rc) = inner.rc.as_mut() {
+        let from = FiveTuple {
+            src: NetAddr(pkt.src().gid()),
+            dst: NetAddr(pkt.dst().gid()),
+            sport: pkt.src_port(),
+            dport: io::ROCE_V2_UDP_PORT,
+        };
+        // The addresses were checked above: this only counts.
+        let _ = rc
+            .rx_flows
+            .accept(&from, (pkt.len() + crate::roce::icrc::ICRC_LEN) as u64);
     }
     if op.is_response() {
         on_response(qp, inner, &h, pkt, header_len, payload_len, now);

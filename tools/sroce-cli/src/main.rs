@@ -7,18 +7,21 @@
 //!                   [ports MIN-MAX] [reorder-guard on|off]
 //! sroce [-j] session show [DEV]
 //! sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
+//! sroce [-j] flow show [DEV]
 //! sroce [-j] monitor
 //! ```
 //!
 //! The settings are each device's session defaults for queue pairs that
 //! connect afterwards; the kernel validates them (the tool only parses
-//! syntax). `session show` lists every connected RC queue pair's sessions.
+//! syntax). `session show` lists every connected RC queue pair's sessions,
+//! `flow show` what each received per flow it came on.
 //! `-j` (`--json`) prints what `show` lists as one JSON array. `monitor`
 //! prints session events (a session of a connected queue pair went down,
 //! came up or is probing) as they happen, from the `sroce-events` group in
 //! this network namespace: one line each, or with `-j` one JSON object per
 //! line.
 
+mod flow;
 mod json;
 mod nl;
 mod session;
@@ -33,6 +36,7 @@ const USAGE: &str = "usage: sroce [-j] dev show [DEV]
                          [reorder-guard on|off]
        sroce [-j] session show [DEV]
        sroce qp set DEV QPN [group-size N] [policy POLICY] [reorder-guard on|off]
+       sroce [-j] flow show [DEV]
        sroce [-j] monitor
 POLICY := hash | round-robin | least-outstanding | failover
 -j, --json: what show lists, as one JSON array (monitor: one object per line)";
@@ -339,6 +343,25 @@ fn session_show(dev: Option<&str>, json: bool) -> Result<(), String> {
     Ok(())
 }
 
+fn flow_show(dev: Option<&str>, json: bool) -> Result<(), String> {
+    let (mut sock, fam) = connect()?;
+    let replies = sock
+        .request(fam, abi::FAMILY_VERSION, abi::CMD_RX_FLOW_GET, true, |_| {
+            Ok(())
+        })
+        .map_err(|e| describe("flow show", &e))?;
+    let mut items = Vec::new();
+    for r in replies {
+        let f = flow::FlowInfo::parse(&r)
+            .map_err(|e| format!("flow show: bad reply from the kernel: {e}"))?;
+        if dev.map_or(true, |d| d == f.dev) {
+            items.push((f.line(), f.json()));
+        }
+    }
+    print_listing(items, json);
+    Ok(())
+}
+
 /// Prints session events until killed.
 fn monitor(json: bool) -> Result<(), String> {
     use std::io::Write;
@@ -396,6 +419,8 @@ fn run(args: &[&str]) -> Result<(), String> {
         }
         ["session", "show"] | ["session"] => session_show(None, json),
         ["monitor"] => monitor(json),
+        ["flow", "show"] | ["flow"] => flow_show(None, json),
+        ["flow", "show", dev] => flow_show(Some(dev), json),
         ["session", "show", dev] => session_show(Some(dev), json),
         ["dev", "show"] | ["dev"] => dev_show(None, json),
         ["dev", "show", dev] => dev_show(Some(dev), json),

@@ -27,7 +27,7 @@ pub struct SessionInfo {
     pub roce_v1: bool,
 }
 
-fn u64_of(a: &nl::Attr<'_>) -> Result<u64, nl::DecodeError> {
+pub(crate) fn u64_of(a: &nl::Attr<'_>) -> Result<u64, nl::DecodeError> {
     let b: [u8; 8] = a
         .payload
         .try_into()
@@ -35,14 +35,14 @@ fn u64_of(a: &nl::Attr<'_>) -> Result<u64, nl::DecodeError> {
     Ok(u64::from_ne_bytes(b))
 }
 
-fn addr_of(a: &nl::Attr<'_>) -> Result<[u8; 16], nl::DecodeError> {
+pub(crate) fn addr_of(a: &nl::Attr<'_>) -> Result<[u8; 16], nl::DecodeError> {
     a.payload
         .try_into()
         .map_err(|_| nl::DecodeError::BadAttr(a.ty))
 }
 
 /// An IPv4-mapped address as IPv4, others as IPv6.
-fn addr(a: [u8; 16]) -> IpAddr {
+pub(crate) fn addr(a: [u8; 16]) -> IpAddr {
     let v6 = Ipv6Addr::from(a);
     match v6.to_ipv4_mapped() {
         Some(v4) => IpAddr::V4(v4),
@@ -51,7 +51,7 @@ fn addr(a: [u8; 16]) -> IpAddr {
 }
 
 /// An address as in `ADDR:PORT` (IPv6 in brackets).
-fn show_addr(a: [u8; 16]) -> String {
+pub(crate) fn show_addr(a: [u8; 16]) -> String {
     match addr(a) {
         IpAddr::V6(v6) => format!("[{v6}]"),
         v4 => v4.to_string(),

@@ -25,6 +25,8 @@
 //!   [`ATTR_SRTT_US`] (`u32`); [`ATTR_ROCE_V1`] on a RoCE v1 connection's
 //!   session.
 //!
+//! - [`CMD_RX_FLOW_GET`] (dump only, unprivileged): received packets per
+//!   flow they came on, per connected queue pair.
 //! - [`CMD_SESSION_EVENT`]: sent, never requested, to the multicast group
 //!   [`MCGRP_EVENTS`] when a session goes down, up or probing.
 //!
@@ -54,6 +56,13 @@ pub const CMD_QP_SET: u8 = 4;
 /// [`MCGRP_EVENTS`] group of the device's network namespace): the
 /// attributes of a [`CMD_SESSION_GET`] entry, [`ATTR_STATE`] the new state.
 pub const CMD_SESSION_EVENT: u8 = 5;
+/// List what the connected RC/UC queue pairs received, per flow it came
+/// on (dump, unprivileged; the namespace rule of [`CMD_SESSION_GET`]): per
+/// peer UDP source port (a sroce peer's sessions), [`ATTR_DEV_NAME`],
+/// [`ATTR_QPN`], [`ATTR_RX_FLOW`], [`ATTR_SRC_ADDR`] (the peer),
+/// [`ATTR_DST_ADDR`], [`ATTR_SPORT`] (the peer's port), [`ATTR_RX_PACKETS`],
+/// [`ATTR_RX_BYTES`], and [`ATTR_ROCE_V1`] on a RoCE v1 connection.
+pub const CMD_RX_FLOW_GET: u8 = 6;
 
 /// The multicast group of session events.
 pub const MCGRP_EVENTS: &str = "sroce-events";
@@ -102,8 +111,18 @@ pub const ATTR_SRTT_US: u16 = 19;
 /// with a GRH, no UDP; the addresses are its GIDs' and the port means
 /// nothing.
 pub const ATTR_ROCE_V1: u16 = 20;
+/// Index of a received flow in its queue pair's table (`u8`;
+/// [`RX_FLOW_OTHERS`] for what came on flows beyond the table).
+pub const ATTR_RX_FLOW: u16 = 21;
+/// Packets received (`u64`).
+pub const ATTR_RX_PACKETS: u16 = 22;
+/// Transport bytes received (`u64`).
+pub const ATTR_RX_BYTES: u16 = 23;
 /// The highest attribute type.
-pub const ATTR_MAX: u16 = ATTR_ROCE_V1;
+pub const ATTR_MAX: u16 = ATTR_RX_BYTES;
+
+/// [`ATTR_RX_FLOW`] of the entry that counts the flows beyond the table.
+pub const RX_FLOW_OTHERS: u8 = u8::MAX;
 
 /// The wire value of a session state.
 pub const fn state_to_u8(s: State) -> u8 {
