@@ -336,6 +336,11 @@ pub(crate) fn multicast(
     if family.is_null() {
         return Ok(());
     }
+    // SAFETY: a published family is live until after our read section
+    // (see below); `n_mcgrps` is fixed at registration.
+    if group >= u32::from(unsafe { (*family).n_mcgrps }) {
+        return Err(EINVAL);
+    }
     // SAFETY: a published family stays registered, with its tables, until
     // an RCU grace period after it was cleared: past our read section.
     if !unsafe { bindings::sroce_genl_has_listeners(family, net.as_raw(), group) } {

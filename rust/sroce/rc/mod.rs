@@ -759,7 +759,16 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
     if !from_peer {
         return true;
     }
-    if let Some(rc) = inner.rc.as_mut() {
+    let taken = if op.is_response() {
+        on_response(qp, inner, &h, pkt, header_len, payload_len, now);
+        true
+    } else if op.is_request() && inner.attrs.state != QpState::Init {
+        on_request(qp, inner, &h, pkt, header_len, payload_len)
+    } else {
+        true
+    };
+    // Counted once, when taken (a deferred request is offered again).
+    if let Some(rc) = inner.rc.as_mut().filter(|_| taken) {
         let from = FiveTuple {
             src: NetAddr(pkt.src().gid()),
             dst: NetAddr(pkt.dst().gid()),
@@ -771,10 +780,5 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
             .rx_flows
             .accept(&from, (pkt.len() + crate::roce::icrc::ICRC_LEN) as u64);
     }
-    if op.is_response() {
-        on_response(qp, inner, &h, pkt, header_len, payload_len, now);
-    } else if op.is_request() && inner.attrs.state != QpState::Init {
-        return on_request(qp, inner, &h, pkt, header_len, payload_len);
-    }
-    true
+    taken
 }

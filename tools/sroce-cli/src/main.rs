@@ -386,7 +386,16 @@ fn monitor(json: bool) -> Result<(), String> {
     // only events).
     eprintln!("monitoring {}", abi::MCGRP_EVENTS);
     loop {
-        let events = sock.next_events(fam).map_err(|e| describe("monitor", &e))?;
+        let events = match sock.next_events(fam) {
+            Ok(ev) => ev,
+            // The socket's buffer overran: some events are lost, later
+            // ones still come (as with `ip monitor`).
+            Err(Error::Io(e)) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                eprintln!("sroce: monitor: events lost (receive buffer overrun)");
+                continue;
+            }
+            Err(e) => return Err(describe("monitor", &e)),
+        };
         for e in events {
             let cmd = nl::genl(&e).map(|g| g.cmd).unwrap_or(0);
             if cmd != abi::CMD_SESSION_EVENT {
