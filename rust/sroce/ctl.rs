@@ -230,18 +230,19 @@ impl Family for SroceDriver {
 impl SroceDriver {
     /// Every session of every connected queue pair of every device whose
     /// net device is in the requester's network namespace, one entry each,
-    /// from entry `*cursor` on (the walk restarts per message and skips
-    /// what earlier messages carried). Sessions are addresses and ports of
-    /// connections: another namespace's are none of the requester's
-    /// business, as its sockets would not be (devices themselves are
-    /// listed everywhere, as the RDMA core's shared mode shows them).
+    /// from `*cursor` on (a [`Position`]: the walk restarts per message and
+    /// resumes after the last entry an earlier message carried). Sessions
+    /// are addresses and ports of connections: another namespace's are
+    /// none of the requester's business, as its sockets would not be
+    /// (devices themselves are listed everywhere, as the RDMA core's shared
+    /// mode shows them).
     ///
     /// With `cmd` [`abi::CMD_RX_FLOW_GET`], the connections' received flows
     /// instead, by the same rule.
     fn dump_per_qp(&self, cmd: u8, cursor: &mut usize, out: &mut Dump<'_>) -> Result {
         let requester = out.requester_net();
-        let mut seen = 0usize;
-        let mut dev_index = 0usize;
+        let start = Position::unpack(*cursor);
+        let mut dev_index = start.dev;
         loop {
             let i = Cell::new(0usize);
             let done = self.registry.with_device(
@@ -255,13 +256,25 @@ impl SroceDriver {
                     if !here {
                         return Ok(());
                     }
+                    // In QP number order (the table's), so a QP that comes
+                    // or goes between messages moves nothing before it.
                     for shared in d.data().qps_snapshot()?.iter() {
                         let r = shared.link().with(|qp| -> Result {
+                            let qpn = qp.data().qpn();
+                            let skip = match dev_index == start.dev {
+                                true if qpn < start.qpn => return Ok(()),
+                                true if qpn == start.qpn => start.item,
+                                _ => 0,
+                            };
                             let inner = qp.data().lock();
                             let mut list = Listing {
                                 dev: d,
-                                qpn: qp.data().qpn(),
-                                seen: &mut seen,
+                                at: Position {
+                                    dev: dev_index,
+                                    qpn,
+                                    item: 0,
+                                },
+                                skip,
                                 cursor: &mut *cursor,
                                 out: &mut *out,
                             };
@@ -294,36 +307,75 @@ impl SroceDriver {
     }
 }
 
-/// One queue pair's part of a session dump.
+/// Where a per-QP dump resumes, kept in the dump's cursor between
+/// messages: after item `item` - 1 of queue pair `qpn` of the `dev`-th
+/// device.
+#[derive(Clone, Copy)]
+struct Position {
+    dev: usize,
+    qpn: u32,
+    item: usize,
+}
+
+// Packed into one machine word: 16 bits of device index, 32 of QPN, 16 of
+// item (a QP has at most 64 sessions, 16 UD groups of them, 9 flows).
+const _: () = assert!(usize::BITS == 64);
+
+impl Position {
+    fn unpack(c: usize) -> Self {
+        Self {
+            dev: c >> 48,
+            qpn: ((c >> 16) & 0xffff_ffff) as u32,
+            item: c & 0xffff,
+        }
+    }
+
+    fn pack(self) -> usize {
+        (self.dev.min(0xffff) << 48) | ((self.qpn as usize) << 16) | self.item.min(0xffff)
+    }
+}
+
+/// One queue pair's part of a dump.
 struct Listing<'a, 'b> {
     dev: &'a Device<SroceDevice>,
-    qpn: u32,
-    seen: &'a mut usize,
+    /// This QP's position; `item` counts its entries so far.
+    at: Position,
+    /// Entries of this QP an earlier message carried.
+    skip: usize,
     cursor: &'a mut usize,
     out: &'a mut Dump<'b>,
 }
 
 impl Listing<'_, '_> {
-    /// One entry per session of `g` not yet sent.
+    /// Adds the QP's next entry unless an earlier message carried it.
+    fn entry(&mut self, cmd: u8, fill: impl FnOnce(&mut Message<'_>) -> Result) -> Result {
+        let item = self.at.item;
+        self.at.item += 1;
+        if item < self.skip {
+            return Ok(());
+        }
+        self.out.entry(cmd, fill)?;
+        *self.cursor = self.at.pack();
+        Ok(())
+    }
+
+    /// One entry per session of `g`.
     fn group<const W: usize>(&mut self, g: &QpSessions<W>) -> Result {
         let policy = abi::policy_to_u8(g.policy());
+        let (name, qpn) = (self.dev.name(), self.at.qpn);
         for (id, (sess, flow)) in g.sessions().enumerate() {
-            if *self.seen >= *self.cursor {
-                self.out.entry(abi::CMD_SESSION_GET, |m| {
-                    m.put(abi::ATTR_DEV_NAME, self.dev.name())?;
-                    m.put(abi::ATTR_QPN, &self.qpn)?;
-                    m.put(abi::ATTR_POLICY, &policy)?;
-                    fill_session(m, id, sess, flow)
-                })?;
-                *self.cursor += 1;
-            }
-            *self.seen += 1;
+            self.entry(abi::CMD_SESSION_GET, |m| {
+                m.put(abi::ATTR_DEV_NAME, name)?;
+                m.put(abi::ATTR_QPN, &qpn)?;
+                m.put(abi::ATTR_POLICY, &policy)?;
+                fill_session(m, id, sess, flow)
+            })?;
         }
         Ok(())
     }
 
-    /// One entry per received flow of a connection not yet sent, then one
-    /// for the flows beyond the table if anything came on them.
+    /// One entry per received flow of a connection, then one for the flows
+    /// beyond the table if anything came on them.
     fn rx_flows(&mut self, f: &RxFlows, local: IpAddr, roce_v1: bool) -> Result {
         let others = (f.other_packets() > 0).then(|| RxSession {
             src: NetAddr::default(),
@@ -336,27 +388,24 @@ impl Listing<'_, '_> {
             flows,
             others.iter().map(|o| (usize::from(abi::RX_FLOW_OTHERS), o)),
         );
+        let (name, qpn) = (self.dev.name(), self.at.qpn);
         for (id, r) in all {
-            if *self.seen >= *self.cursor {
-                self.out.entry(abi::CMD_RX_FLOW_GET, |m| {
-                    m.put(abi::ATTR_DEV_NAME, self.dev.name())?;
-                    m.put(abi::ATTR_QPN, &self.qpn)?;
-                    m.put(abi::ATTR_RX_FLOW, &u8::try_from(id).unwrap_or(u8::MAX))?;
-                    if id != usize::from(abi::RX_FLOW_OTHERS) {
-                        m.put(abi::ATTR_SRC_ADDR, &r.src.0[..])?;
-                        m.put(abi::ATTR_SPORT, &r.sport)?;
-                    }
-                    m.put(abi::ATTR_DST_ADDR, &addr16(local)[..])?;
-                    m.put(abi::ATTR_RX_PACKETS, &r.packets)?;
-                    m.put(abi::ATTR_RX_BYTES, &r.bytes)?;
-                    if roce_v1 {
-                        m.put(abi::ATTR_ROCE_V1, &1u8)?;
-                    }
-                    Ok(())
-                })?;
-                *self.cursor += 1;
-            }
-            *self.seen += 1;
+            self.entry(abi::CMD_RX_FLOW_GET, |m| {
+                m.put(abi::ATTR_DEV_NAME, name)?;
+                m.put(abi::ATTR_QPN, &qpn)?;
+                m.put(abi::ATTR_RX_FLOW, &u8::try_from(id).unwrap_or(u8::MAX))?;
+                if id != usize::from(abi::RX_FLOW_OTHERS) {
+                    m.put(abi::ATTR_SRC_ADDR, &r.src.0[..])?;
+                    m.put(abi::ATTR_SPORT, &r.sport)?;
+                }
+                m.put(abi::ATTR_DST_ADDR, &addr16(local)[..])?;
+                m.put(abi::ATTR_RX_PACKETS, &r.packets)?;
+                m.put(abi::ATTR_RX_BYTES, &r.bytes)?;
+                if roce_v1 {
+                    m.put(abi::ATTR_ROCE_V1, &1u8)?;
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }
