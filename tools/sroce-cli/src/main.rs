@@ -221,10 +221,15 @@ fn describe(what: &str, e: &Error) -> String {
 }
 
 fn connect() -> Result<(Socket, u16), String> {
+    connect_with_groups().map(|(sock, id, _)| (sock, id))
+}
+
+/// [`connect`], with the family's multicast groups (name, id).
+fn connect_with_groups() -> Result<(Socket, u16, sock::Groups), String> {
     let mut sock =
         Socket::open().map_err(|e| format!("cannot open a generic netlink socket: {e}"))?;
-    match sock.family_id(abi::FAMILY_NAME) {
-        Ok(id) => Ok((sock, id)),
+    match sock.family(abi::FAMILY_NAME) {
+        Ok((id, groups)) => Ok((sock, id, groups)),
         Err(Error::Kernel(k)) if k.errno == libc::ENOENT => Err(format!(
             "generic netlink family '{}' not found (is the sroce module loaded?)",
             abi::FAMILY_NAME
@@ -324,38 +329,56 @@ fn qp_set(s: &SetArgs, qpn: &str) -> Result<(), String> {
     .map_err(|e| describe(&format!("qp set {} {qpn}", s.dev), &e))
 }
 
-fn session_show(dev: Option<&str>, json: bool) -> Result<(), String> {
-    let (mut sock, fam) = connect()?;
-    let replies = sock
-        .request(fam, abi::FAMILY_VERSION, abi::CMD_SESSION_GET, true, |_| {
-            Ok(())
-        })
-        .map_err(|e| describe("session show", &e))?;
-    let mut items = Vec::new();
-    for r in replies {
-        let s = session::SessionInfo::parse(&r)
-            .map_err(|e| format!("session show: bad reply from the kernel: {e}"))?;
-        if dev.map_or(true, |d| d == s.dev) {
-            items.push((s.line(), s.json()));
-        }
-    }
-    print_listing(items, json);
-    Ok(())
+/// A dump entry `show` lists: its device, its line, its JSON object.
+trait Listed: Sized {
+    fn parse(payload: &[u8]) -> Result<Self, nl::DecodeError>;
+    fn dev(&self) -> &str;
+    fn line(&self) -> String;
+    fn json(&self) -> String;
 }
 
-fn flow_show(dev: Option<&str>, json: bool) -> Result<(), String> {
+impl Listed for session::SessionInfo {
+    fn parse(payload: &[u8]) -> Result<Self, nl::DecodeError> {
+        session::SessionInfo::parse(payload)
+    }
+    fn dev(&self) -> &str {
+        &self.dev
+    }
+    fn line(&self) -> String {
+        session::SessionInfo::line(self)
+    }
+    fn json(&self) -> String {
+        session::SessionInfo::json(self)
+    }
+}
+
+impl Listed for flow::FlowInfo {
+    fn parse(payload: &[u8]) -> Result<Self, nl::DecodeError> {
+        flow::FlowInfo::parse(payload)
+    }
+    fn dev(&self) -> &str {
+        &self.dev
+    }
+    fn line(&self) -> String {
+        flow::FlowInfo::line(self)
+    }
+    fn json(&self) -> String {
+        flow::FlowInfo::json(self)
+    }
+}
+
+/// Dumps `cmd` and prints its entries of device `dev` (all without one);
+/// `what` names the command in errors.
+fn show_dump<T: Listed>(cmd: u8, what: &str, dev: Option<&str>, json: bool) -> Result<(), String> {
     let (mut sock, fam) = connect()?;
     let replies = sock
-        .request(fam, abi::FAMILY_VERSION, abi::CMD_RX_FLOW_GET, true, |_| {
-            Ok(())
-        })
-        .map_err(|e| describe("flow show", &e))?;
+        .request(fam, abi::FAMILY_VERSION, cmd, true, |_| Ok(()))
+        .map_err(|e| describe(what, &e))?;
     let mut items = Vec::new();
     for r in replies {
-        let f = flow::FlowInfo::parse(&r)
-            .map_err(|e| format!("flow show: bad reply from the kernel: {e}"))?;
-        if dev.map_or(true, |d| d == f.dev) {
-            items.push((f.line(), f.json()));
+        let x = T::parse(&r).map_err(|e| format!("{what}: bad reply from the kernel: {e}"))?;
+        if dev.map_or(true, |d| d == x.dev()) {
+            items.push((x.line(), x.json()));
         }
     }
     print_listing(items, json);
@@ -365,10 +388,7 @@ fn flow_show(dev: Option<&str>, json: bool) -> Result<(), String> {
 /// Prints session events until killed.
 fn monitor(json: bool) -> Result<(), String> {
     use std::io::Write;
-    let (mut sock, _) = connect()?;
-    let (fam, groups) = sock
-        .family(abi::FAMILY_NAME)
-        .map_err(|e| describe("resolving the sroce family", &e))?;
+    let (sock, fam, groups) = connect_with_groups()?;
     let group = groups
         .iter()
         .find(|(n, _)| n == abi::MCGRP_EVENTS)
@@ -426,11 +446,19 @@ fn run(args: &[&str]) -> Result<(), String> {
             a.extend_from_slice(rest);
             qp_set(&parse_set(&a)?, qpn)
         }
-        ["session", "show"] | ["session"] => session_show(None, json),
+        ["session", "show"] | ["session"] => {
+            show_dump::<session::SessionInfo>(abi::CMD_SESSION_GET, "session show", None, json)
+        }
         ["monitor"] => monitor(json),
-        ["flow", "show"] | ["flow"] => flow_show(None, json),
-        ["flow", "show", dev] => flow_show(Some(dev), json),
-        ["session", "show", dev] => session_show(Some(dev), json),
+        ["flow", "show"] | ["flow"] => {
+            show_dump::<flow::FlowInfo>(abi::CMD_RX_FLOW_GET, "flow show", None, json)
+        }
+        ["flow", "show", dev] => {
+            show_dump::<flow::FlowInfo>(abi::CMD_RX_FLOW_GET, "flow show", Some(dev), json)
+        }
+        ["session", "show", dev] => {
+            show_dump::<session::SessionInfo>(abi::CMD_SESSION_GET, "session show", Some(dev), json)
+        }
         ["dev", "show"] | ["dev"] => dev_show(None, json),
         ["dev", "show", dev] => dev_show(Some(dev), json),
         ["dev", "set", rest @ ..] => dev_set(&parse_set(rest)?),

@@ -9,6 +9,9 @@ const NETLINK_EXT_ACK: libc::c_int = 11;
 const NETLINK_CAP_ACK: libc::c_int = 10;
 const NETLINK_ADD_MEMBERSHIP: libc::c_int = 1;
 
+/// A family's multicast groups: (name, id).
+pub type Groups = Vec<(String, u32)>;
+
 /// What went wrong with a request.
 #[derive(Debug)]
 pub enum Error {
@@ -145,14 +148,9 @@ impl Socket {
         }
     }
 
-    /// The id of generic netlink family `name`.
-    pub fn family_id(&mut self, name: &str) -> Result<u16, Error> {
-        self.family(name).map(|(id, _)| id)
-    }
-
     /// The id of generic netlink family `name` and its multicast groups
     /// (name, id).
-    pub fn family(&mut self, name: &str) -> Result<(u16, Vec<(String, u32)>), Error> {
+    pub fn family(&mut self, name: &str) -> Result<(u16, Groups), Error> {
         let replies = self.request(nl::GENL_ID_CTRL, 1, nl::CTRL_CMD_GETFAMILY, false, |b| {
             b.str(nl::CTRL_ATTR_FAMILY_NAME, name).map(drop)
         })?;
