@@ -54,6 +54,7 @@ bool sroce_ifindex_link_up(struct net *net, int ifindex);
 unsigned int sroce_ll_reserved_space(const struct net_device *ndev);
 void *sroce_rcu_dereference_sk_user_data(const struct sock *sk);
 struct sk_buff *sroce_alloc_skb(unsigned int size, gfp_t gfp);
+unsigned int sroce_skb_tailroom(const struct sk_buff *skb);
 void sroce_kfree_skb(struct sk_buff *skb);
 void sroce_consume_skb(struct sk_buff *skb);
 void sroce_skb_reserve(struct sk_buff *skb, int len);
@@ -65,6 +66,8 @@ void sroce_skb_reset_transport_header(struct sk_buff *skb);
 struct net_device *sroce_skb_dev(const struct sk_buff *skb);
 void sroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto);
+void sroce_skb_set_udp_segments(struct sk_buff *skb, unsigned int gso_size,
+				unsigned int segs);
 void sroce_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
 int sroce_dev_hard_header(struct sk_buff *skb, struct net_device *ndev, u16 type,
 			  const u8 *daddr, unsigned int len);

@@ -7,6 +7,8 @@
 #include <net/addrconf.h>
 #include <net/dst.h>
 #include <net/ip6_fib.h>
+#include <net/ip6_checksum.h>
+#include <net/udp.h>
 #include <rdma/ib_cache.h>
 #include "sroce_helpers.h"
 
@@ -218,6 +220,11 @@ struct sk_buff *sroce_alloc_skb(unsigned int size, gfp_t gfp)
 	return alloc_skb(size, gfp);
 }
 
+unsigned int sroce_skb_tailroom(const struct sk_buff *skb)
+{
+	return skb_tailroom(skb);
+}
+
 void sroce_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);
@@ -266,6 +273,34 @@ struct net_device *sroce_skb_dev(const struct sk_buff *skb)
 void sroce_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
 {
 	skb->dev = ndev;
+}
+
+/*
+ * Marks a datagram whose IP and UDP headers are written (network and
+ * transport headers set, data at the IP header, UDP checksum 0) for UDP
+ * segmentation into @segs datagrams of @gso_size payload bytes (the last
+ * may be shorter). Segmentation gives every segment its own UDP checksum,
+ * so the checksum becomes CHECKSUM_PARTIAL with the pseudo-header sum in
+ * place, as UDP GSO senders set it.
+ */
+void sroce_skb_set_udp_segments(struct sk_buff *skb, unsigned int gso_size,
+				unsigned int segs)
+{
+	struct udphdr *uh = udp_hdr(skb);
+	int len = skb->len - skb_transport_offset(skb);
+
+	skb_shinfo(skb)->gso_size = gso_size;
+	skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+	skb_shinfo(skb)->gso_segs = segs;
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb->csum_start = skb_transport_header(skb) - skb->head;
+	skb->csum_offset = offsetof(struct udphdr, check);
+	if (skb->protocol == htons(ETH_P_IPV6))
+		uh->check = ~udp_v6_check(len, &ipv6_hdr(skb)->saddr,
+					  &ipv6_hdr(skb)->daddr, 0);
+	else
+		uh->check = ~udp_v4_check(len, ip_hdr(skb)->saddr,
+					  ip_hdr(skb)->daddr, 0);
 }
 
 void sroce_skb_set_protocol(struct sk_buff *skb, __be16 proto)

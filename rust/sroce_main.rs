@@ -44,6 +44,10 @@ module! {
             default: false,
             description: "Devices created while set also speak RoCE v1 (Ethertype 0x8915, GRH, one Ethernet segment) beside RoCEv2; their GID tables list both types",
         },
+        udp_segmentation: bool {
+            default: true,
+            description: "Send the equal-size packets of a message as one UDP-segmented datagram (cut into plain RoCEv2 datagrams by the stack, the NIC or the receiving host); 0 sends every packet alone",
+        },
     },
 }
 

@@ -206,8 +206,18 @@ impl TxBuffer {
     /// `len` bytes. Allocates atomically (callable from any context):
     /// `ENOMEM` if that fails, `EMSGSIZE` if the sizes are absurd.
     pub(super) fn new(headroom: usize, len: usize) -> Result<Self> {
+        let mut buf = Self::with_capacity(headroom, len)?;
+        buf.append(len)?;
+        Ok(buf)
+    }
+
+    /// A buffer with `headroom` bytes of headroom and room for `capacity`
+    /// bytes of data, empty ([`Self::append`] adds them). Allocates
+    /// atomically: `ENOMEM` if that fails, `EMSGSIZE` if the sizes are
+    /// absurd.
+    pub(super) fn with_capacity(headroom: usize, capacity: usize) -> Result<Self> {
         let size = headroom
-            .checked_add(len)
+            .checked_add(capacity)
             .and_then(|n| u32::try_from(n).ok())
             .filter(|&n| n <= 0xffff + 256)
             .ok_or(EMSGSIZE)?;
@@ -216,15 +226,31 @@ impl TxBuffer {
         let skb = NonNull::new(skb).ok_or(ENOMEM)?;
         // SAFETY: a fresh skb whose only reference is ours.
         let skb = unsafe { SkBuff::from_raw(skb) };
-        // SAFETY: `size` bytes of room: reserve the headroom, add `len`
-        // bytes at the tail and zero them so every byte is initialised.
-        unsafe {
-            bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32);
-            let p = bindings::skb_put(skb.as_raw(), len as u32);
-            core::ptr::write_bytes(p.cast::<u8>(), 0, len);
-        }
-        // INVARIANT: fresh, linear, private, every byte written.
+        // SAFETY: `size` bytes of room: the headroom is reserved, no data.
+        unsafe { bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32) };
+        // INVARIANT: fresh, linear, private, no data yet.
         Ok(Self { skb })
+    }
+
+    /// Bytes that can still be appended.
+    pub(super) fn room(&self) -> usize {
+        // SAFETY: reads the fields of a live skb we own.
+        unsafe { bindings::sroce_skb_tailroom(self.skb.as_raw()) as usize }
+    }
+
+    /// Adds `len` zeroed bytes at the end of the data and returns them;
+    /// `EMSGSIZE` if they do not fit.
+    pub(super) fn append(&mut self, len: usize) -> Result<&mut [u8]> {
+        if len > self.room() {
+            return Err(EMSGSIZE);
+        }
+        // SAFETY: the tailroom holds `len` bytes: `skb_put` extends the
+        // data over them, and they are zeroed before anything reads them.
+        unsafe {
+            let p = bindings::skb_put(self.skb.as_raw(), len as u32).cast::<u8>();
+            core::ptr::write_bytes(p, 0, len);
+            Ok(core::slice::from_raw_parts_mut(p, len))
+        }
     }
 
     /// The bytes from the data pointer to the end, to be written.

@@ -11,7 +11,10 @@
 //!
 //! IPv4 datagrams carry DF and IP ID 0 (RFC 6864 atomic datagrams, what
 //! Linux itself sends for DF traffic without a connected socket); the UDP
-//! checksum is 0 (none) for both families, as RoCEv2 senders do.
+//! checksum is 0 (none) for both families, as RoCEv2 senders do. A
+//! datagram marked for UDP segmentation ([`Sealed::set_segments`]) has a
+//! UDP checksum (segmentation computes one per segment); Linux gives its
+//! IPv4 segments the IDs 0, 1, ...
 
 use super::{addr::IpAddr, bindings, route::Route, route::UdpFlow, skb::TxBuffer};
 use kernel::prelude::*;
@@ -51,6 +54,15 @@ impl Datagram {
     /// bytes. Allocates the skb atomically (callable from any context);
     /// `ENOMEM` if that fails, `EMSGSIZE` if `len` is absurd.
     pub(crate) fn new(route: Route, flow: &UdpFlow, len: usize) -> Result<Self> {
+        let mut d = Self::with_room(route, flow, len)?;
+        d.append(len)?;
+        Ok(d)
+    }
+
+    /// A datagram for `flow` along `route` with room for `room` bytes of
+    /// payload and none yet ([`Self::append`] adds them). Allocates like
+    /// [`Self::new`].
+    pub(crate) fn with_room(route: Route, flow: &UdpFlow, room: usize) -> Result<Self> {
         let ip_len = if route.is_v6() {
             IPV6_HEADER_LEN
         } else {
@@ -58,13 +70,24 @@ impl Datagram {
         };
         // SAFETY: the route's device is live while we hold the route.
         let ll = unsafe { bindings::sroce_ll_reserved_space(route.device().as_raw()) } as usize;
-        let buf = TxBuffer::new(ll + ip_len + UDP_HEADER_LEN, len)?;
+        let buf = TxBuffer::with_capacity(ll + ip_len + UDP_HEADER_LEN, room)?;
         // INVARIANT: that headroom, the payload at data.
         Ok(Self {
             buf,
             route,
             flow: *flow,
         })
+    }
+
+    /// Adds `len` zeroed bytes to the payload and returns them; `EMSGSIZE`
+    /// if there is no room for them.
+    pub(crate) fn append(&mut self, len: usize) -> Result<&mut [u8]> {
+        self.buf.append(len)
+    }
+
+    /// Payload bytes that can still be appended.
+    pub(crate) fn room(&self) -> usize {
+        self.buf.room()
     }
 
     /// The payload, to be written.
@@ -169,6 +192,31 @@ impl Sealed {
         let (ip, rest) = all.split_at_mut(ip_len);
         let (udp, payload) = rest.split_at_mut(UDP_HEADER_LEN);
         (ip, udp, payload)
+    }
+
+    /// Marks the datagram for UDP segmentation: its payload is `segs`
+    /// pieces of `size` bytes each (the last may be shorter), each to leave
+    /// as a datagram of its own with these headers copied, the lengths
+    /// (and the IPv4 ID, advanced by one per piece) made its own and its
+    /// own UDP checksum, cut by the stack, the NIC or the receiving host's
+    /// UDP layer. `EINVAL` unless the payload is that.
+    pub(crate) fn set_segments(&mut self, size: usize, segs: usize) -> Result {
+        let payload = self.d.buf.len() - self.ip_len() - UDP_HEADER_LEN;
+        let below = segs.checked_sub(1).and_then(|n| size.checked_mul(n));
+        let (Some(below), Some(all)) = (below, size.checked_mul(segs)) else {
+            return Err(EINVAL);
+        };
+        let fits = size > 0 && segs > 1 && payload > below && payload <= all;
+        if !fits {
+            return Err(EINVAL);
+        }
+        // SAFETY: a private skb with its IP and UDP headers written and its
+        // network and transport headers set (type invariant); the helper
+        // sets its segmentation fields and the UDP pseudo-header checksum.
+        unsafe {
+            bindings::sroce_skb_set_udp_segments(self.d.buf.as_raw(), size as u32, segs as u32)
+        };
+        Ok(())
     }
 
     /// Hands the datagram to the IP layer (netfilter `LOCAL_OUT`, then the

@@ -94,10 +94,14 @@ pub(crate) enum Counter {
     /// RoCE v1 packets dropped: the GRH's destination GID is not one of the
     /// device's RoCE v1 GIDs.
     RcvdDropBadDgid,
+    /// Datagrams sent that carried several RoCEv2 packets, to be cut into
+    /// one datagram each by UDP segmentation (the stack, the NIC or the
+    /// receiving host); their packets count in `sent_pkts` one by one.
+    SentSegmented,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdDropBadDgid as usize + 1;
+const COUNT: usize = Counter::SentSegmented as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -137,6 +141,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"sent_roce_v1_pkts"),
     StatDesc::new(c"rcvd_roce_v1_pkts"),
     StatDesc::new(c"rcvd_drop_bad_dgid"),
+    StatDesc::new(c"sent_segmented"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

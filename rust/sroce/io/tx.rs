@@ -37,7 +37,7 @@ use kernel::prelude::*;
 
 /// Where a packet goes and how: the IP/UDP fields a transport engine
 /// chooses per packet.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Flow {
     /// Source address: one of the net device's (the GID's address).
     pub(crate) src: IpAddr,
@@ -137,6 +137,25 @@ pub(crate) fn send(
         return super::roce_v1::send(dev, flow, &dmac, flow_label, max_len, build);
     }
     let counters = &dev.data().io.counters;
+    let (route, udp) = route(dev, routes, flow)?;
+    let r = build_and_send(route, &udp, flow, max_len, build);
+    match r {
+        Ok(n) => {
+            counters.inc(Counter::SentPkts);
+            counters.add(Counter::SentBytes, n as u64);
+        }
+        Err(_) => counters.inc(Counter::SendErr),
+    }
+    r
+}
+
+/// The route of a RoCEv2 packet along `flow` (from `routes`, or looked up
+/// and kept there), and its UDP flow. A missing route is counted.
+pub(super) fn route(
+    dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
+    flow: &Flow,
+) -> Result<(Route, UdpFlow)> {
     let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
     let udp = UdpFlow {
         src: flow.src,
@@ -151,17 +170,8 @@ pub(crate) fn send(
     };
     let route = routes
         .output(ndev.net(), oif, &udp)
-        .inspect_err(|_| counters.inc(Counter::SendNoRoute))?;
-    drop(ndev);
-    let r = build_and_send(route, &udp, flow, max_len, build);
-    match r {
-        Ok(n) => {
-            counters.inc(Counter::SentPkts);
-            counters.add(Counter::SentBytes, n as u64);
-        }
-        Err(_) => counters.inc(Counter::SendErr),
-    }
-    r
+        .inspect_err(|_| dev.data().io.counters.inc(Counter::SendNoRoute))?;
+    Ok((route, udp))
 }
 
 /// The index of the net device a packet along `flow` would leave through

@@ -98,3 +98,31 @@ pub(crate) fn send_packet(
     })?;
     Ok(())
 }
+
+/// Sends one packet as [`send_packet`] does, gathered into `burst` with
+/// the packets around it when it can be (see [`io::Burst`]); `more` is how
+/// many packets of the same flow are expected to follow. A packet with
+/// extension headers (a first one with a RETH or AETH) is longer than the
+/// middle ones after it, so it opens no burst.
+pub(crate) fn burst_packet(
+    burst: &mut io::Burst<'_>,
+    routes: &mut RouteCache,
+    flow: &io::Flow,
+    headers: &Headers,
+    payload_len: usize,
+    more: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let pad = crate::roce::packet::pad_len(payload_len) as usize;
+    let total = headers.header_len() + payload_len + pad;
+    let more = if headers.header_len() == crate::roce::bth::BTH_LEN {
+        more
+    } else {
+        0
+    };
+    burst.send(routes, flow, total, more, |buf| {
+        let n = headers.write(payload_len, buf).map_err(|_| EINVAL)?;
+        let out = buf.get_mut(n..n + payload_len).ok_or(EINVAL)?;
+        fill(out)
+    })
+}

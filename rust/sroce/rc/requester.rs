@@ -5,7 +5,7 @@
 //! operations, and the go-back decisions of the session group.
 
 use super::{
-    payload::{gather, send_packet},
+    payload::{burst_packet, gather, send_packet},
     RcState, Requester, SQ_DEPTH,
 };
 use crate::net::route::RouteCache;
@@ -251,6 +251,8 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     }
     let now_us = rc.now_us(now);
     let mtu = rc.sq.config().mtu.bytes();
+    // The packets of a message go out together (sent when it is dropped).
+    let mut burst = io::Burst::new(dev);
     loop {
         // A local operation runs when the queue reaches it: after the
         // packets of everything before it, before any packet after it.
@@ -273,7 +275,7 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             .sessions
             .flow_for(&p, wqe_len, mtu, now_us)
             .unwrap_or(rc.flow);
-        if let Err(s) = send_request(qp, dev, routes, rc, &p, &flow) {
+        if let Err(s) = send_request(qp, dev, routes, &mut burst, rc, &p, &flow) {
             fail_local(rc, p.tag, s);
             break;
         }
@@ -287,10 +289,13 @@ fn note_taken(rc: &mut RcState) {
     rc.taken += 1;
 }
 
+/// Sends request packet `p` along `flow`, in `burst` with the packets of
+/// its message around it.
 pub(super) fn send_request(
     qp: &Qp<SroceDevice>,
     dev: &Device<SroceDevice>,
     routes: &mut RouteCache,
+    burst: &mut io::Burst<'_>,
     rc: &RcState,
     p: &RequestPacket,
     flow: &io::Flow,
@@ -334,20 +339,31 @@ pub(super) fn send_request(
     } else {
         0
     };
+    // Packets of this message still to come after this one.
+    let more = if p.operation.position().ends_message() || payload == 0 {
+        0
+    } else {
+        let left = w
+            .length
+            .saturating_sub(p.offset.saturating_add(p.payload_len));
+        left.div_ceil(p.payload_len) as usize
+    };
     let mut local = None;
-    let r = send_packet(dev, routes, flow, &h, payload, |out| match &w.data {
-        SendData::Inline { bytes, len } => {
-            let src = bytes
-                .get(p.offset as usize..(*len).min(bytes.len()))
-                .and_then(|b| b.get(..out.len()))
-                .ok_or(EINVAL)?;
-            out.copy_from_slice(src);
-            Ok(())
+    let r = burst_packet(burst, routes, flow, &h, payload, more, |out| {
+        match &w.data {
+            SendData::Inline { bytes, len } => {
+                let src = bytes
+                    .get(p.offset as usize..(*len).min(bytes.len()))
+                    .and_then(|b| b.get(..out.len()))
+                    .ok_or(EINVAL)?;
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), p.offset, out).map_err(|s| {
+                local = Some(s);
+                EFAULT
+            }),
         }
-        SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), p.offset, out).map_err(|s| {
-            local = Some(s);
-            EFAULT
-        }),
     });
     match (r, local) {
         (_, Some(s)) => Err(s),

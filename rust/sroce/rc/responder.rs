@@ -6,7 +6,7 @@
 //! responses; none for UC).
 
 use super::{
-    payload::{scatter, send_packet},
+    payload::{burst_packet, scatter, send_packet},
     RcState,
 };
 use crate::rdma::{
@@ -450,6 +450,8 @@ pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, bud
     let QpInner { rc, routes, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let flow = reply_flow(rc, rc.read_ingress);
+    // A READ's responses go out together (sent when it is dropped).
+    let mut burst = io::Burst::new(dev);
     while *budget > 0 {
         let Some(p) = rc.resp.next_read_response() else {
             return;
@@ -464,13 +466,16 @@ pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, bud
         if p.len == 0 {
             // Nothing to read (an empty READ, an atomic write's response):
             // no key to check.
-            let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
+            // In the burst too, so it stays behind the responses before it.
+            let _ = burst_packet(&mut burst, routes, &flow, &h, 0, 0, |_| Ok(()));
             continue;
         }
         let len = u64::from(p.len);
         let found = dev.check_remote_access(p.rkey, qp.pd(), me, p.va, len, Access::REMOTE_READ);
         let Ok((mr, at)) = found else { continue };
-        let _ = send_packet(dev, routes, &flow, &h, p.len as usize, |out| {
+        // The READ's later responses, as many as this pass sends.
+        let more = p.following.min(*budget) as usize;
+        let _ = burst_packet(&mut burst, routes, &flow, &h, p.len as usize, more, |out| {
             mr.copy_from(at, out)
         });
     }

@@ -50,6 +50,7 @@ pub mod segment;
 pub mod session;
 pub mod soft_crc32;
 pub mod timer;
+pub mod uso;
 pub mod wc;
 mod wire;
 

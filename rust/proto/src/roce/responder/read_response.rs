@@ -49,6 +49,9 @@ pub struct ReadResponsePacket {
     pub len: u32,
     /// AETH (First, Last, Only).
     pub aeth: Option<Aeth>,
+    /// Response packets of the same READ after this one (a sender may
+    /// gather them with it).
+    pub following: u32,
 }
 
 impl ReadReply {
@@ -104,6 +107,7 @@ impl ReadReply {
             rkey: self.rkey,
             len: if left < mtu { left } else { mtu },
             aeth,
+            following: n.wrapping_sub(1).wrapping_sub(i),
         })
     }
 
@@ -155,6 +159,7 @@ impl<S: ResourceStore> ResponderWith<S> {
                     rkey: 0,
                     len: 0,
                     aeth: Some(ack_aeth(msn)),
+                    following: 0,
                 }),
                 ResourceKind::Atomic { .. } => None,
             };

@@ -382,6 +382,8 @@ fn read_and_replay() {
         ]
     );
     assert_eq!((p[2].psn, p[2].va, p[2].len), (Psn::new(102), 0x2200, 88));
+    // Each tells how many of its READ's responses follow it.
+    assert_eq!(p.iter().map(|p| p.following).collect::<Vec<_>>(), [2, 1, 0]);
     assert_eq!(p[1].aeth, None);
     assert_eq!(p[0].aeth.unwrap().msn, 1);
     // Replay of the whole READ, and from its middle.
@@ -412,7 +414,10 @@ fn read_and_replay() {
     assert_eq!(exec(&mut r, &z), Reply::Read);
     let zp = drain(&mut r);
     assert_eq!(zp.len(), 1);
-    assert_eq!((zp[0].operation, zp[0].len), (O::RdmaReadResponseOnly, 0));
+    assert_eq!(
+        (zp[0].operation, zp[0].len, zp[0].following),
+        (O::RdmaReadResponseOnly, 0, 0)
+    );
 }
 
 #[test]
