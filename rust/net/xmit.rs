@@ -106,7 +106,7 @@ impl Datagram {
         let udp_len = payload_len + UDP_HEADER_LEN;
         let udp_len16 = u16::try_from(udp_len).map_err(|_| EMSGSIZE)?;
         let raw = self.buf.as_raw();
-        // SAFETY: the headroom reserved in `new` fits both headers; the
+        // SAFETY: the headroom reserved in `with_room` fits both headers; the
         // pushed bytes are then written in full before anything reads them.
         let hdrs = unsafe {
             let udp = bindings::skb_push(raw, UDP_HEADER_LEN as u32).cast::<u8>();
@@ -171,7 +171,8 @@ impl Datagram {
 /// # Invariants
 ///
 /// As [`Datagram`], but `data` points at the IP header, followed by the
-/// UDP header and the payload, all initialised.
+/// UDP header and the payload, all initialised; the skb's network and
+/// transport headers are set to them and its protocol to their family.
 pub(crate) struct Sealed {
     d: Datagram,
 }

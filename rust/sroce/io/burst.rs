@@ -115,6 +115,7 @@ impl<'a> Burst<'a> {
                 && o.last == o.size
                 && record <= o.size
                 && o.count < BURST_PACKETS
+                && o.used + record <= BURST_BYTES
                 && record <= o.dgram.room();
             if !joins {
                 self.flush();

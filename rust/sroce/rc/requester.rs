@@ -339,14 +339,24 @@ pub(super) fn send_request(
     } else {
         0
     };
-    // Packets of this message still to come after this one.
+    // Packets of this message still to come after this one that can join
+    // it: not a Last with an immediate or an R_Key to invalidate, which is
+    // longer when it is full. (The PSN window may stop the message sooner.)
     let more = if p.operation.position().ends_message() || payload == 0 {
         0
     } else {
         let left = w
             .length
             .saturating_sub(p.offset.saturating_add(p.payload_len));
-        left.div_ceil(p.payload_len) as usize
+        let following = left.div_ceil(p.payload_len) as usize;
+        if matches!(
+            w.op,
+            SendOp::SendWithImm | SendOp::SendWithInv | SendOp::WriteWithImm
+        ) {
+            following.saturating_sub(1)
+        } else {
+            following
+        }
     };
     let mut local = None;
     let r = burst_packet(burst, routes, flow, &h, payload, more, |out| {

@@ -473,8 +473,10 @@ pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, bud
         let len = u64::from(p.len);
         let found = dev.check_remote_access(p.rkey, qp.pd(), me, p.va, len, Access::REMOTE_READ);
         let Ok((mr, at)) = found else { continue };
-        // The READ's later responses, as many as this pass sends.
-        let more = p.following.min(*budget) as usize;
+        // The READ's later responses that can join this one, as many as
+        // this pass sends: not the Last, whose AETH makes it longer when
+        // it is full.
+        let more = p.following.saturating_sub(1).min(*budget) as usize;
         let _ = burst_packet(&mut burst, routes, &flow, &h, p.len as usize, more, |out| {
             mr.copy_from(at, out)
         });
