@@ -78,6 +78,24 @@ pub(crate) fn gather(
     })
 }
 
+/// Transport bytes (ICRC excluded) of a packet with `headers` and
+/// `payload_len` bytes of payload: headers, payload, pad.
+fn packet_len(headers: &Headers, payload_len: usize) -> usize {
+    headers.header_len() + payload_len + crate::roce::packet::pad_len(payload_len) as usize
+}
+
+/// Writes `headers` into `buf` and lets `fill` write the `payload_len`
+/// bytes after them (the pad stays as the zeroed buffer has it).
+fn write_packet(
+    buf: &mut [u8],
+    headers: &Headers,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let n = headers.write(payload_len, buf).map_err(|_| EINVAL)?;
+    fill(buf.get_mut(n..n + payload_len).ok_or(EINVAL)?)
+}
+
 /// Sends one packet with `headers` and `payload_len` bytes that `fill`
 /// writes.
 pub(crate) fn send_packet(
@@ -88,12 +106,9 @@ pub(crate) fn send_packet(
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
-    let pad = crate::roce::packet::pad_len(payload_len) as usize;
-    let total = headers.header_len() + payload_len + pad;
+    let total = packet_len(headers, payload_len);
     io::send(dev, routes, flow, total, |buf| {
-        let n = headers.write(payload_len, buf).map_err(|_| EINVAL)?;
-        let out = buf.get_mut(n..n + payload_len).ok_or(EINVAL)?;
-        fill(out)?;
+        write_packet(buf, headers, payload_len, fill)?;
         Ok(total)
     })?;
     Ok(())
@@ -113,16 +128,16 @@ pub(crate) fn burst_packet(
     more: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
-    let pad = crate::roce::packet::pad_len(payload_len) as usize;
-    let total = headers.header_len() + payload_len + pad;
     let more = if headers.header_len() == crate::roce::bth::BTH_LEN {
         more
     } else {
         0
     };
-    burst.send(routes, flow, total, more, |buf| {
-        let n = headers.write(payload_len, buf).map_err(|_| EINVAL)?;
-        let out = buf.get_mut(n..n + payload_len).ok_or(EINVAL)?;
-        fill(out)
-    })
+    burst.send(
+        routes,
+        flow,
+        packet_len(headers, payload_len),
+        more,
+        |buf| write_packet(buf, headers, payload_len, fill),
+    )
 }
