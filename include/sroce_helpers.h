@@ -112,4 +112,18 @@ int sroce_nla_len(const struct nlattr *nla);
 unsigned int sroce_skb_len(const struct sk_buff *skb);
 const char *sroce_ib_device_name(const struct ib_device *ibdev);
 
+
+/* On-demand paging (rust/rdma/mr_odp.rs); -EOPNOTSUPP without the core's. */
+bool sroce_odp_available(void);
+struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
+				       u64 len, int access);
+void sroce_umem_odp_release(struct ib_umem_odp *odp);
+void sroce_umem_odp_set_private(struct ib_umem_odp *odp, void *private);
+int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
+				  bool write, bool fault);
+void sroce_umem_odp_unlock(struct ib_umem_odp *odp);
+struct page *sroce_umem_odp_page(struct ib_umem_odp *odp, u64 index,
+				 bool *writable);
+u64 sroce_umem_odp_start(struct ib_umem_odp *odp);
+void sroce_odp_page_written(struct page *page);
 #endif

@@ -10,6 +10,8 @@
 #include <net/ip6_checksum.h>
 #include <net/udp.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/hmm.h>
 #include "sroce_helpers.h"
 
 struct net_device *sroce_netdev_notifier_info_to_dev(void *info)
@@ -519,3 +521,138 @@ bool sroce_bh_lockable(void)
 {
 	return !in_hardirq() && !in_nmi() && !irqs_disabled();
 }
+
+/*
+ * On-demand paging. The RDMA core's ODP umem registers an MMU interval
+ * notifier and faults pages in through HMM; sroce keeps its own
+ * translation of the faulted pages (rust/rdma/mr_odp.rs), which the
+ * invalidation below clears before the core lets the pages go.
+ */
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
+/* Rust: drops the translations of [start, end) (user addresses). */
+void sroce_odp_invalidated(void *private, u64 start, u64 end);
+
+static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp, notifier);
+	u64 start, end;
+
+	/* The core's protocol (as in rxe): the umem mutex may sleep. */
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	start = max_t(u64, ib_umem_start(odp), range->start);
+	end = min_t(u64, ib_umem_end(odp), range->end);
+	if (odp->private)
+		sroce_odp_invalidated(odp->private, start, end);
+	ib_umem_odp_unmap_dma_pages(odp, start, end);
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops sroce_odp_ops = {
+	.invalidate = sroce_odp_invalidate,
+};
+
+bool sroce_odp_available(void)
+{
+	return true;
+}
+
+struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
+				       u64 len, int access)
+{
+	return ib_umem_odp_get(dev, addr, len, access, &sroce_odp_ops);
+}
+
+void sroce_umem_odp_release(struct ib_umem_odp *odp)
+{
+	ib_umem_odp_release(odp);
+}
+
+void sroce_umem_odp_set_private(struct ib_umem_odp *odp, void *private)
+{
+	mutex_lock(&odp->umem_mutex);
+	odp->private = private;
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/*
+ * Faults [addr, addr + len) in (only looks up what is present unless
+ * fault); on success returns with the umem mutex held.
+ */
+int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
+				  bool write, bool fault)
+{
+	u64 access = HMM_PFN_VALID | (write ? HMM_PFN_WRITE : 0);
+	int r = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, fault);
+
+	return r < 0 ? r : 0;
+}
+
+void sroce_umem_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/* Page index of the umem (umem mutex held): the page, or NULL if absent. */
+struct page *sroce_umem_odp_page(struct ib_umem_odp *odp, u64 index,
+				 bool *writable)
+{
+	unsigned long pfn = odp->map.pfn_list[index];
+
+	if (!(pfn & HMM_PFN_VALID))
+		return NULL;
+	*writable = pfn & HMM_PFN_WRITE;
+	return hmm_pfn_to_page(pfn);
+}
+
+u64 sroce_umem_odp_start(struct ib_umem_odp *odp)
+{
+	return ib_umem_start(odp);
+}
+
+/* The device wrote to the page: its folio is dirty. */
+void sroce_odp_page_written(struct page *page)
+{
+	folio_mark_dirty(page_folio(page));
+}
+#else
+bool sroce_odp_available(void)
+{
+	return false;
+}
+
+struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
+				       u64 len, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+void sroce_umem_odp_release(struct ib_umem_odp *odp) {}
+void sroce_umem_odp_set_private(struct ib_umem_odp *odp, void *private) {}
+
+int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
+				  bool write, bool fault)
+{
+	return -EOPNOTSUPP;
+}
+
+void sroce_umem_odp_unlock(struct ib_umem_odp *odp) {}
+
+struct page *sroce_umem_odp_page(struct ib_umem_odp *odp, u64 index,
+				 bool *writable)
+{
+	return NULL;
+}
+
+u64 sroce_umem_odp_start(struct ib_umem_odp *odp)
+{
+	return 0;
+}
+
+void sroce_odp_page_written(struct page *page) {}
+#endif

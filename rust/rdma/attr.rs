@@ -87,6 +87,11 @@ pub(crate) struct DeviceAttr {
     pub(crate) atomic_cap_hca: bool,
     /// Whether `rdma link delete` may remove the device.
     pub(crate) allow_user_unregister: bool,
+    /// On-demand paging: regions registered with `IB_ACCESS_ON_DEMAND`
+    /// for the operations of RC (SEND, receive, WRITE, READ, atomics,
+    /// shared receive queues) and UD (SEND, receive). Only where the core
+    /// has it (`CONFIG_INFINIBAND_ON_DEMAND_PAGING`).
+    pub(crate) on_demand_paging: bool,
 }
 
 impl DeviceAttr {
@@ -122,6 +127,21 @@ impl DeviceAttr {
         } else {
             bindings::ib_atomic_cap_IB_ATOMIC_NONE
         };
+        if self.on_demand_paging && super::mr_odp::available() {
+            out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+            let odp = &mut out.odp_caps;
+            odp.general_caps = u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+            let send = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+            let recv = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
+            let rc = send
+                | recv
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+            odp.per_transport_caps.rc_odp_caps = rc;
+            odp.per_transport_caps.ud_odp_caps = send | recv;
+        }
         if self.allow_user_unregister {
             out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
         }

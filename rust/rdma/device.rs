@@ -195,6 +195,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     }
     /// A memory region is going away; the data path no longer uses it.
     fn dereg_mr(_dev: &Device<Self>, _mr: &Self::Mr) {}
+    /// An on-demand region of the device lost pages it had faulted in (the
+    /// process unmapped, freed or moved them). Any context that may sleep
+    /// or not; must not take the data path's locks.
+    fn odp_invalidated(_dev: &Device<Self>) {}
     /// Admits a memory window (the device's budget); undone by
     /// `dealloc_mw`. Refused unless the driver implements windows.
     fn alloc_mw(_dev: &Device<Self>) -> Result {
@@ -727,6 +731,7 @@ impl<T: Driver> VTable<T> {
             map_mr_sg: Some(mr::map_sg::<T>),
             dereg_mr: Some(mr::dereg::<T>),
             rereg_user_mr: Some(mr::rereg_user::<T>),
+            advise_mr: Some(super::mr_odp::advise::<T>),
             alloc_mw: Some(mw::alloc::<T>),
             dealloc_mw: Some(mw::dealloc::<T>),
             size_ib_mw: mw::size::<T>(),

@@ -22,6 +22,7 @@ use super::{
     device::{device_from_raw, Device, Driver},
     mr_fast::{FastReg, FastRegError, Registration},
     mr_memory::{MrMemory, UserPages},
+    mr_odp::OdpPages,
     mr_table::AccessError,
     pd::Pd,
 };
@@ -169,7 +170,6 @@ impl<T: Driver> Mr<T> {
     }
 
     /// The region's length in bytes.
-    #[expect(dead_code, reason = "for debugfs")]
     pub(crate) fn length(&self) -> u64 {
         self.length
     }
@@ -205,9 +205,16 @@ impl<T: Driver> Mr<T> {
     /// which no window binds to).
     pub(crate) fn access(&self) -> Option<Access> {
         match self.memory {
-            MrMemory::User(_) => Some(Access::from_bits(self.access.load(Relaxed))),
+            MrMemory::User(_) | MrMemory::OnDemand(_) => {
+                Some(Access::from_bits(self.access.load(Relaxed)))
+            }
             _ => None,
         }
+    }
+
+    /// Whether the region is paged on demand.
+    pub(crate) fn on_demand(&self) -> bool {
+        matches!(self.memory, MrMemory::OnDemand(_))
     }
 
     /// The fast-registration state, if this is such a region.
@@ -303,6 +310,19 @@ impl<T: Driver> MrRef<T> {
         }
         let offset = self.offset_of(iova, dst.len() as u64).ok_or(EFAULT)?;
         self.memory.copy_from(offset, iova, dst)
+    }
+
+    /// Faults `len` bytes at `iova` of an on-demand region in (writable if
+    /// `write`), after an access failed with
+    /// [`super::mr_odp::NOT_PRESENT`]; nothing to do for other regions.
+    /// Process context; sleeps. `EFAULT` if the memory is not mapped.
+    /// With `fault` false, only the pages present are taken in.
+    pub(crate) fn fault_in(&self, iova: u64, len: u64, write: bool, fault: bool) -> Result {
+        let MrMemory::OnDemand(o) = &self.memory else {
+            return Ok(());
+        };
+        let offset = self.offset_of(iova, len).ok_or(EFAULT)?;
+        o.fault_in(offset, len, write, fault)
     }
 
     /// Atomic compare-and-swap of the 8-byte aligned host-order `u64` at
@@ -450,6 +470,13 @@ unsafe fn try_reg_user<T: Driver>(
     if start % PAGE_SIZE as u64 != iova % PAGE_SIZE as u64 {
         return Err(EINVAL);
     }
+    // Implicit on-demand paging (the whole address space, as `ibv_reg_mr`
+    // with NULL and SIZE_MAX asks for it) is not implemented: the device
+    // does not report `IB_ODP_SUPPORT_IMPLICIT`.
+    let on_demand = Access::from_raw(access).contains(Access::ON_DEMAND);
+    if on_demand && start == 0 && length == u64::MAX {
+        return Err(EOPNOTSUPP);
+    }
     // The region's addresses must not wrap (a type invariant of `Mr`; the
     // core checks `start`, not the iova a process chose).
     if iova.checked_add(length).is_none() {
@@ -466,6 +493,11 @@ unsafe fn try_reg_user<T: Driver>(
         access: Access::from_raw(access),
     };
     register(dev, pd, req, |_| {
+        if req.access.contains(Access::ON_DEMAND) {
+            return Ok(MrMemory::OnDemand(OdpPages::new(
+                dev, start, length, req.access,
+            )?));
+        }
         Ok(MrMemory::User(UserPages::pin(
             dev, start, length, req.access,
         )?))
@@ -568,8 +600,13 @@ unsafe fn rereg_closed<T: Driver>(
         .union(Access::REMOTE_WRITE)
         .union(Access::REMOTE_ATOMIC)
         .union(Access::MW_BIND);
+    // Paging on demand or pinned is a property of the translation.
+    if access.contains(Access::ON_DEMAND) != this.on_demand() {
+        return EINVAL.to_ptr();
+    }
     let pinned_writable = match &this.memory {
         MrMemory::User(pages) => pages.writable(),
+        MrMemory::OnDemand(pages) => pages.writable(),
         _ => return EINVAL.to_ptr(),
     };
     if access.intersects(writes) && !pinned_writable {

@@ -26,6 +26,7 @@ use super::{
     bindings,
     device::{Device, Driver},
     mr_fast::FastReg,
+    mr_odp::OdpPages,
     umem::{PinnedPage, Umem},
 };
 use kernel::{
@@ -38,6 +39,9 @@ use kernel::{
 pub(crate) enum MrMemory {
     /// Pinned user pages.
     User(UserPages),
+    /// User memory paged on demand: pages are faulted in when the data
+    /// path first needs them (see [`super::mr_odp`]).
+    OnDemand(Pin<KBox<OdpPages>>),
     /// All kernel memory; iovas are kernel virtual addresses (DMA MR).
     KernelVirtual,
     /// Pages a kernel consumer maps and registers through its send queue
@@ -164,6 +168,16 @@ impl MrMemory {
                     };
                 })
             }
+            Self::OnDemand(o) => o.with_pieces(offset, src.len(), true, |page, at, r| {
+                let Some(chunk) = src.get(r) else { return };
+                // SAFETY: the page is present and writable while
+                // `with_pieces` holds the table's lock;
+                // `at + chunk.len() <= PAGE_SIZE`; `chunk` is valid for
+                // reads.
+                unsafe {
+                    bindings::sroce_memcpy_to_page(page, at, chunk.as_ptr().cast(), chunk.len())
+                };
+            }),
             Self::KernelVirtual => {
                 let dst = kernel_ptr(iova, src.len())?;
                 // SAFETY: DMA MRs exist only for kernel consumers, whose work
@@ -199,6 +213,20 @@ impl MrMemory {
                     };
                 })
             }
+            Self::OnDemand(o) => o.with_pieces(offset, dst.len(), false, |page, at, r| {
+                let Some(chunk) = dst.get_mut(r) else { return };
+                // SAFETY: the page is present while `with_pieces` holds the
+                // table's lock; `at + chunk.len() <= PAGE_SIZE`; `chunk`
+                // is valid for writes.
+                unsafe {
+                    bindings::sroce_memcpy_from_page(
+                        chunk.as_mut_ptr().cast(),
+                        page,
+                        at,
+                        chunk.len(),
+                    )
+                };
+            }),
             Self::KernelVirtual => {
                 let src = kernel_ptr(iova, dst.len())?;
                 // SAFETY: as in `copy_to`.
@@ -277,6 +305,26 @@ impl MrMemory {
                 // since (mappings are released in reverse order).
                 unsafe { bindings::sroce_kunmap_local(base) };
                 Ok(r)
+            }
+            Self::OnDemand(o) => {
+                // Aligned, so the 8 bytes are in one page.
+                let mut r = None;
+                let mut op = Some(op);
+                o.with_pieces(offset, 8, true, |page, at, _| {
+                    let Some(op) = op.take() else { return };
+                    // SAFETY: the page is present and writable while
+                    // `with_pieces` holds the table's lock.
+                    let base = unsafe { bindings::sroce_kmap_local_page(page) };
+                    // SAFETY: as for pinned pages below: `at + 8 <=
+                    // PAGE_SIZE`, `at` a multiple of 8, mapped until the
+                    // `kunmap_local`.
+                    r = Some(op(unsafe {
+                        Atomic::from_ptr(base.cast::<u8>().add(at).cast::<u64>())
+                    }));
+                    // SAFETY: unmaps the mapping made above.
+                    unsafe { bindings::sroce_kunmap_local(base) };
+                })?;
+                r.ok_or(EINVAL)
             }
             Self::KernelVirtual => {
                 let p = kernel_ptr(iova, 8)?;

@@ -119,6 +119,19 @@ impl<T: Driver> Device<T> {
         self.mrs().get(rkey)
     }
 
+    /// Faults `len` bytes at `iova` of the on-demand region with key `key`
+    /// in (as much as fits in the region), writable if `write`, after the
+    /// data path found them absent. Process context; sleeps. `EFAULT` if
+    /// the key is gone or the memory is not mapped.
+    pub(crate) fn fault_in(&self, key: u32, iova: u64, len: u64, write: bool) -> Result {
+        let mr = self.mrs().get(key).ok_or(EFAULT)?;
+        let room = mr
+            .offset_of(iova, 0)
+            .map(|o| mr.length() - o)
+            .ok_or(EFAULT)?;
+        mr.fault_in(iova, len.min(room), write, true)
+    }
+
     /// Checks that `key` grants `needed` on `len` bytes at `iova` to a
     /// queue pair of `pd`, and returns the MR. [`Access::NONE`] is a local
     /// read; remote accesses need the matching `REMOTE_*` right.

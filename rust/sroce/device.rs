@@ -8,7 +8,7 @@ use super::{
     cq,
     ctl::SessionDefaults,
     debugfs::DevDebug,
-    io::{counters, counters::IoCounters, sockets::NsSockets},
+    io::{counters, counters::Counter, counters::IoCounters, sockets::NsSockets},
     limits,
     mr::{self, SroceMemoryRegion},
     qp,
@@ -481,6 +481,10 @@ impl Driver for SroceDevice {
 
     fn check_mr_access(_dev: &Device<Self>, access: Access) -> Result {
         mr::check_access(access)
+    }
+
+    fn odp_invalidated(dev: &Device<Self>) {
+        dev.data().io.counters.inc(Counter::OdpInvalidations);
     }
 
     fn dereg_mr(dev: &Device<Self>, mr: &SroceMemoryRegion) {

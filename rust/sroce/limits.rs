@@ -105,6 +105,7 @@ pub(crate) fn device_attr(sys_image_guid_be: u64) -> DeviceAttr {
         local_ca_ack_delay: 15,
         atomic_cap_hca: true,
         allow_user_unregister: true,
+        on_demand_paging: true,
     }
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod io;
 pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod mr;
+pub(crate) mod odp;
 pub(crate) mod qp;
 pub(crate) mod qp_res;
 pub(crate) mod rc;

@@ -23,12 +23,11 @@ const UNDERSTOOD: Access = Access::LOCAL_WRITE
     .union(Access::REMOTE_ATOMIC)
     .union(Access::MW_BIND)
     .union(Access::ZERO_BASED)
-    .union(Access::HUGETLB);
+    .union(Access::HUGETLB)
+    .union(Access::ON_DEMAND);
 
 /// Rights that exist but sroce does not implement.
-const UNSUPPORTED: Access = Access::ON_DEMAND
-    .union(Access::FLUSH_GLOBAL)
-    .union(Access::FLUSH_PERSISTENT);
+const UNSUPPORTED: Access = Access::FLUSH_GLOBAL.union(Access::FLUSH_PERSISTENT);
 
 /// Checks a registration against the verbs' rules and sroce's limits:
 /// `EINVAL` for unknown flags, a zero length, or remote write

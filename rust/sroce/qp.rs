@@ -74,6 +74,8 @@ pub(crate) struct QpInner {
     pub(crate) retired: Option<KBox<RcState>>,
     /// Where a UD (or GSI) QP's pass stages the WQE it works on.
     pub(crate) ud_stage: Option<KBox<super::ud::WqeStage>>,
+    /// What the data path waits for, of on-demand paged memory.
+    pub(crate) faults: super::odp::PageFaults,
 }
 
 impl QpInner {
@@ -286,6 +288,7 @@ pub(crate) fn create(
                     routes: RouteCache::new(),
                     retired: None,
                     ud_stage,
+                    faults: super::odp::PageFaults::new(),
                 },
                 "sroce::qp"
             ),
@@ -540,7 +543,11 @@ fn modify_locked(
     apply_change(a, c);
     let mut old = None;
     match connection {
-        Some(Ok(s)) => old = inner.rc.replace(s),
+        Some(Ok(s)) => {
+            old = inner.rc.replace(s);
+            // Faults the old connection waited for are its own.
+            inner.faults.clear();
+        }
         Some(Err(e)) => {
             // The attributes are applied but the QP cannot connect:
             // leave it in the error state, as a failed transition
@@ -575,6 +582,8 @@ fn modify_locked(
             path_mtu: IbMtu::Mtu1024,
             ..QpAttrs::default()
         };
+        inner.faults.clear();
+        super::ud::forget_held(inner);
     }
     qp.data().publish_state(inner.attrs.state);
     (Ok(()), old, ud)

@@ -13,12 +13,14 @@ use super::{
     device::SroceDevice,
     io::{self, counters::Counter, RxPacket},
     limits,
+    odp::Waiter,
     qp::{self, QpInner},
-    rc::{gather, gid_ip, inner_max_recv_sge, scatter, send_packet, QpShared},
+    rc::{gather, gid_ip, inner_max_recv_sge, scatter, send_packet, BufferError, QpShared},
 };
 use crate::rdma::{
     access::Access,
     device::{Device, PORT},
+    mr_odp::NOT_PRESENT,
     qp::{Qp, QpState},
     rxe_abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     wc::{Completion, WcOpcode, WcStatus},
@@ -56,6 +58,10 @@ pub(crate) struct WqeStage {
     copy: [u8; WQE_COPY_LEN],
     send: Option<SendWqe>,
     recv: Option<RecvWqe>,
+    /// `recv` was taken from the shared receive queue for a datagram that
+    /// waits for a page fault: it is that datagram's (it goes back to no
+    /// queue), flushed if the QP fails first.
+    recv_held: bool,
 }
 
 impl WqeStage {
@@ -66,6 +72,7 @@ impl WqeStage {
                 copy: [0; WQE_COPY_LEN],
                 send: None,
                 recv: None,
+                recv_held: false,
             }),
             GFP_KERNEL,
         )
@@ -74,13 +81,22 @@ impl WqeStage {
 
 /// The work item's body for a UD QP: received packets, then new sends.
 pub(crate) fn run(qp: &Qp<SroceDevice>, inner: &mut QpInner, shared: &Arc<QpShared>) {
-    let mut batch = shared.take_batch();
-    for pkt in batch.drain_all() {
-        receive(qp, inner, &pkt);
+    // In arrival order; what is behind a datagram that waits for a page
+    // fault waits with it.
+    let mut batch = shared.take_backlog_or_batch();
+    while !inner.faults.is_waiting(Waiter::UdReceive) {
+        let Some(pkt) = batch.pop() else { break };
+        if !receive(qp, inner, &pkt) {
+            let _ = batch.push_within_capacity(pkt);
+            break;
+        }
         pkt.consume();
     }
-    shared.return_batch(batch);
-    if inner.attrs.state == QpState::Rts && send(qp, inner) {
+    shared.keep_backlog(batch);
+    let more = inner.attrs.state == QpState::Rts && send(qp, inner);
+    // A page fault this pass stopped on is resolved by the work item;
+    // packets that arrived behind a held one are taken next.
+    if more || inner.faults.any() || shared.has_queued() {
         shared.schedule();
     }
 }
@@ -96,6 +112,10 @@ fn max_payload(dev: &Device<SroceDevice>) -> usize {
 /// process that keeps advancing the producer index cannot hold the QP's
 /// lock), completing each in order; true if more are pending now.
 fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
+    // The next WQE waits for its data to be faulted in (the work item).
+    if inner.faults.is_waiting(Waiter::UdSend) {
+        return false;
+    }
     // Out of the QP's state while the WQE is used alongside it.
     let Some(mut stage) = inner.ud_stage.take() else {
         return false;
@@ -125,9 +145,10 @@ fn send_staged(qp: &Qp<SroceDevice>, inner: &mut QpInner, stage: &mut WqeStage) 
             (Ok(()), Some(w)) => {
                 let status = match send_one(qp, inner, w) {
                     Ok(Sent::Yes) => WcStatus::Success,
-                    // Its session group is built by the work item, which
-                    // this pass schedules; the WQE stays in the ring.
-                    Ok(Sent::AwaitsGroup) => return true,
+                    // Its session group is built (or its data faulted in)
+                    // by the work item, which this pass schedules; the WQE
+                    // stays in the ring.
+                    Ok(Sent::AwaitsGroup | Sent::AwaitsFault) => return true,
                     Err(s) => s,
                 };
                 (w.wr_id, w.flags.signaled, w.length, status)
@@ -171,6 +192,8 @@ enum Sent {
     /// Not sent: the first datagram to its destination waits until the
     /// destination's session group is built, in process context.
     AwaitsGroup,
+    /// Not sent: its data waits for a page fault to be resolved.
+    AwaitsFault,
 }
 
 /// Builds and sends the packet of one UD send WQE.
@@ -258,14 +281,26 @@ fn send_one(
                 out.get_mut(..src.len()).ok_or(EINVAL)?.copy_from_slice(src);
                 Ok(())
             }
-            SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), 0, out).map_err(|s| {
-                local = Some(s);
-                EFAULT
+            SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), 0, out).map_err(|e| {
+                local = Some(e);
+                // Not counted as a send error.
+                if matches!(e, BufferError::NotPresent(_)) {
+                    NOT_PRESENT
+                } else {
+                    EFAULT
+                }
             }),
         }
     });
     match (r, local) {
-        (_, Some(s)) => Err(s),
+        (_, Some(BufferError::NotPresent(f))) => {
+            if inner.faults.wait(Waiter::UdSend, f) {
+                Ok(Sent::AwaitsFault)
+            } else {
+                Err(WcStatus::LocProtErr)
+            }
+        }
+        (_, Some(BufferError::Status(s))) => Err(s),
         // Lost on the way out (no route, no memory): counted; UD is
         // unreliable, so the send still completes.
         _ => Ok(Sent::Yes),
@@ -273,46 +308,53 @@ fn send_one(
 }
 
 /// Delivers one received packet to the next receive WQE, if it is a UD
-/// SEND for this QP with the right Q_Key.
-fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) {
+/// SEND for this QP with the right Q_Key; false if it waits for a page
+/// fault (it and its receive WQE stay).
+fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket) -> bool {
     // Out of the QP's state while the WQE is used alongside it.
     let Some(mut stage) = inner.ud_stage.take() else {
-        return;
+        return true;
     };
-    receive_staged(qp, inner, pkt, &mut stage);
+    let taken = receive_staged(qp, inner, pkt, &mut stage);
     inner.ud_stage = Some(stage);
+    taken
 }
 
-fn receive_staged(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, stage: &mut WqeStage) {
+fn receive_staged(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    pkt: &RxPacket,
+    stage: &mut WqeStage,
+) -> bool {
     if !matches!(inner.attrs.state, QpState::Rtr | QpState::Rts) {
-        return;
+        return true;
     }
     let Ok((h, rest)) = Headers::parse(pkt.head()) else {
-        return;
+        return true;
     };
     if h.bth.opcode.transport() != Transport::Ud {
-        return;
+        return true;
     }
     let imm = match h.bth.opcode.operation() {
         Operation::SendOnly => None,
         Operation::SendOnlyWithImmediate => h.immdt.map(|i| u32::from_ne_bytes(i.0)),
-        _ => return,
+        _ => return true,
     };
-    let Some(deth) = h.deth else { return };
+    let Some(deth) = h.deth else { return true };
     let counters = &qp.device().data().io.counters;
     if deth.qkey != inner.attrs.qkey {
         counters.inc(Counter::RcvdDropBadQkey);
-        return;
+        return true;
     }
     let header_len = pkt.head().len() - rest.len();
     let after = pkt.len() - header_len + crate::roce::icrc::ICRC_LEN;
     let Ok(payload_len) = h.payload_len(after) else {
-        return;
+        return true;
     };
     let (wr_id, status) = if let Some(rq) = inner.rings.recv.as_mut() {
         if rq.pending() == 0 {
             counters.inc(Counter::RcvdDropNoRecv);
-            return;
+            return true;
         }
         let max_sge = inner_max_recv_sge(rq.elem_size());
         let WqeStage {
@@ -325,22 +367,37 @@ fn receive_staged(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, sta
             .and_then(|n| RecvWqe::parse_into(buf.get(..n).ok_or(EINVAL)?, max_sge, wqe));
         let status = match (parsed, &*wqe) {
             (Ok(()), Some(w)) => place(qp, w, pkt, header_len, payload_len),
-            _ => WcStatus::LocQpOpErr,
+            _ => Ok(WcStatus::LocQpOpErr),
+        };
+        let Some(status) = wait_for_fault(inner, status) else {
+            // The WQE stays first in the ring, for this datagram.
+            return false;
+        };
+        let Some(rq) = inner.rings.recv.as_mut() else {
+            return true;
         };
         // The slot goes back before the completion is visible.
         rq.retire();
         (RecvWqe::id(&buf[..]).unwrap_or(0), status)
     } else if let Some(srq) = qp.srq() {
-        // Taken (copied out, its slot handed back) from the shared queue.
+        // Taken (copied out, its slot handed back) from the shared queue,
+        // unless one taken before waits for this datagram.
         let wqe = &mut stage.recv;
-        let (true, Some(w)) = (super::srq::take_usable(qp, srq, wqe), &*wqe) else {
+        let taken = stage.recv_held || super::srq::take_usable(qp, srq, wqe);
+        let (true, Some(w)) = (taken, &*wqe) else {
             counters.inc(Counter::RcvdDropNoRecv);
-            return;
+            return true;
         };
-        (w.wr_id, place(qp, w, pkt, header_len, payload_len))
+        let status = place(qp, w, pkt, header_len, payload_len);
+        let Some(status) = wait_for_fault(inner, status) else {
+            stage.recv_held = true;
+            return false;
+        };
+        stage.recv_held = false;
+        (w.wr_id, status)
     } else {
         counters.inc(Counter::RcvdDropNoRecv);
-        return;
+        return true;
     };
     let c = Completion {
         wr_id,
@@ -354,6 +411,50 @@ fn receive_staged(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, sta
         grh: true,
     };
     let _ = cq::post(qp.recv_cq(), qp, &c, h.bth.solicited);
+    true
+}
+
+/// The status a receive completes with, or `None` if it waits for a page
+/// fault (memory that could not be faulted in before fails it).
+fn wait_for_fault(
+    inner: &mut QpInner,
+    placed: core::result::Result<WcStatus, BufferError>,
+) -> Option<WcStatus> {
+    match placed {
+        Ok(s) | Err(BufferError::Status(s)) => Some(s),
+        Err(BufferError::NotPresent(f)) => {
+            if inner.faults.wait(Waiter::UdReceive, f) {
+                None
+            } else {
+                Some(WcStatus::LocProtErr)
+            }
+        }
+    }
+}
+
+/// A receive WQE taken from the shared queue for a datagram that waited
+/// for a page fault goes without a completion: the QP is reset (IBTA: a
+/// reset discards its work requests).
+pub(crate) fn forget_held(inner: &mut QpInner) {
+    if let Some(stage) = inner.ud_stage.as_mut() {
+        stage.recv_held = false;
+        stage.recv = None;
+    }
+}
+
+/// A receive WQE taken from the shared queue for a datagram that waited
+/// for a page fault completes flushed: the QP fails.
+pub(crate) fn flush_held(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    let Some(stage) = inner.ud_stage.as_mut() else {
+        return;
+    };
+    if !core::mem::take(&mut stage.recv_held) {
+        return;
+    }
+    if let Some(w) = stage.recv.take() {
+        let c = Completion::flushed(w.wr_id, WcOpcode::Recv, qp.data().qpn());
+        let _ = cq::post(qp.recv_cq(), qp, &c, false);
+    }
 }
 
 /// Writes the GRH and the payload into the receive WQE's buffers.
@@ -363,14 +464,14 @@ fn place(
     pkt: &RxPacket,
     header_len: usize,
     payload_len: usize,
-) -> WcStatus {
+) -> core::result::Result<WcStatus, BufferError> {
     let dev = qp.device();
     let sges = w.sges.as_slice();
     if w.sges
         .total_len()
         .is_none_or(|t| (t as usize) < GRH_LEN + payload_len)
     {
-        return WcStatus::LocLenErr;
+        return Ok(WcStatus::LocLenErr);
     }
     // RoCEv2: the IP header stands in for the GRH; an IPv4 header fills
     // the last 20 of the 40 bytes (IBTA annex A17), an IPv6 header all.
@@ -383,25 +484,21 @@ fn place(
             }
         }
     }
-    if let Err(s) = scatter(dev, qp, sges, 0, &grh, Access::LOCAL_WRITE) {
-        return s;
-    }
+    scatter(dev, qp, sges, 0, &grh, Access::LOCAL_WRITE)?;
     // The payload in small pieces: no page-sized buffer on the stack.
     let mut chunk = [0u8; 256];
     let mut done = 0;
     while done < payload_len {
         let n = (payload_len - done).min(chunk.len());
         let Some(piece) = chunk.get_mut(..n) else {
-            return WcStatus::LocLenErr;
+            return Ok(WcStatus::LocLenErr);
         };
         if pkt.copy_to(header_len + done, piece).is_err() {
-            return WcStatus::LocLenErr;
+            return Ok(WcStatus::LocLenErr);
         }
         let at = (GRH_LEN + done) as u32;
-        if let Err(s) = scatter(dev, qp, sges, at, piece, Access::LOCAL_WRITE) {
-            return s;
-        }
+        scatter(dev, qp, sges, at, piece, Access::LOCAL_WRITE)?;
         done += n;
     }
-    WcStatus::Success
+    Ok(WcStatus::Success)
 }

@@ -4,6 +4,7 @@
 #define SROCE_SELFTEST_COMMON_H
 
 #include <errno.h>
+#include <inttypes.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,12 +60,12 @@ static inline struct ibv_context *open_device_by_name(const char *name)
  * SROCE_QP_TIMEOUT if set), 7 retries and RNR retries, rd_atomic
  * READs/atomics outstanding each way.
  */
-static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_gid *dgid,
-			    uint32_t dest_qpn, uint32_t sq_psn, uint32_t rq_psn,
-			    uint8_t rd_atomic)
+static inline int rc_connect_mtu(struct ibv_qp *qp, int sgid_index, const union ibv_gid *dgid,
+				uint32_t dest_qpn, uint32_t sq_psn, uint32_t rq_psn,
+				uint8_t rd_atomic, enum ibv_mtu path_mtu)
 {
 	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
+		.qp_state = IBV_QPS_RTR, .path_mtu = path_mtu, .dest_qp_num = dest_qpn,
 		.rq_psn = rq_psn, .max_dest_rd_atomic = rd_atomic, .min_rnr_timer = 12,
 		.ah_attr = {
 			.is_global = 1, .port_num = 1,
@@ -85,6 +86,15 @@ static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_
 	a.max_rd_atomic = rd_atomic;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* rc_connect_mtu at path MTU 1024. */
+static inline int rc_connect(struct ibv_qp *qp, int sgid_index, const union ibv_gid *dgid,
+			    uint32_t dest_qpn, uint32_t sq_psn, uint32_t rq_psn,
+			    uint8_t rd_atomic)
+{
+	return rc_connect_mtu(qp, sgid_index, dgid, dest_qpn, sq_psn, rq_psn, rd_atomic,
+			      IBV_MTU_1024);
 }
 
 /*
@@ -175,6 +185,21 @@ static inline long scaled_ms(long ms)
 	long k = s ? atol(s) : 1;
 
 	return k > 1 ? ms * k : ms;
+}
+
+/* The next completion on cq within wait_ms (scaled): its status if it is
+ * wr_id id's, else < 0 (-2: none came, -3: another's, printed). */
+static inline int wait_wc_of(struct ibv_cq *cq, uint64_t id, struct ibv_wc *wc, long wait_ms)
+{
+	memset(wc, 0, sizeof(*wc));
+	if (!poll_cq_within(cq, wc, scaled_ms(wait_ms)))
+		return -2;
+	if (wc->wr_id != id) {
+		printf("     (completion of wr_id %" PRIu64 ", status %s, expected wr_id %" PRIu64 ")\n",
+		       wc->wr_id, ibv_wc_status_str(wc->status), id);
+		return -3;
+	}
+	return wc->status;
 }
 
 /* ------------------------------------------------ raw access to the rings */

@@ -5,7 +5,9 @@
  *   basic    registers regions of several sizes, alignments and access
  *            rights, checks their keys, the errors of bad registrations and
  *            (as root) that the pages are pinned while registered and
- *            unpinned after deregistration; deregisters everything.
+ *            unpinned after deregistration; an on-demand paging
+ *            registration, which pins nothing, if the device reports ODP
+ *            (else it must fail with EOPNOTSUPP); deregisters everything.
  *   leave N  registers N regions of 64 KiB and exits without deregistering
  *            or closing the device: the kernel must release them.
  *   memlock  sets RLIMIT_MEMLOCK to 64 KiB, drops root (so CAP_IPC_LOCK),
@@ -225,8 +227,30 @@ static int basic(struct ibv_context *ctx)
 		else
 			printf("an iova range that wraps: %s as expected\n", strerror(errno));
 	}
-	expect_fail(pd, buf, page, lw | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP,
-		    "on-demand paging");
+	{
+		/* On-demand paging: registers, pinning nothing, where the device
+		 * reports it; else refused. */
+		struct ibv_device_attr_ex x;
+		struct ibv_mr *mr;
+
+		memset(&x, 0, sizeof(x));
+		if (!ibv_query_device_ex(ctx, NULL, &x) &&
+		    (x.odp_caps.general_caps & IBV_ODP_SUPPORT)) {
+			mr = ibv_reg_mr(pd, buf, MiB, lw | IBV_ACCESS_ON_DEMAND);
+			EXPECT(mr, "on-demand paging: %s, expected a registration (the device reports ODP)",
+			       strerror(errno));
+			if (mr) {
+				printf("on-demand paging: registered\n");
+				if (base >= 0)
+					EXPECT(pinned_settled(held) == held,
+					       "an on-demand registration pinned pages");
+				EXPECT(!ibv_dereg_mr(mr), "on-demand paging: ibv_dereg_mr");
+			}
+		} else {
+			expect_fail(pd, buf, page, lw | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP,
+				    "on-demand paging");
+		}
+	}
 	{
 		/* Read-only memory is fine without write rights. */
 		struct ibv_mr *mr = ibv_reg_mr(pd, ro, page, IBV_ACCESS_REMOTE_READ);

@@ -238,15 +238,7 @@ static void renew(struct pair *p, int ext, const char *what)
 /* The next completion on cq: its status if it is wr_id's, else < 0. */
 static int wait_wc(struct ibv_cq *cq, uint64_t id, struct ibv_wc *wc)
 {
-	memset(wc, 0, sizeof(*wc));
-	if (!poll_cq_within(cq, wc, scaled_ms(TIMEOUT_MS)))
-		return -2;
-	if (wc->wr_id != id) {
-		printf("     (completion of wr_id %" PRIu64 ", status %s, expected wr_id %" PRIu64 ")\n",
-		       wc->wr_id, ibv_wc_status_str(wc->status), id);
-		return -3;
-	}
-	return wc->status;
+	return wait_wc_of(cq, id, wc, TIMEOUT_MS);
 }
 
 /*

@@ -10,6 +10,15 @@
 //! execute exactly once (final memory equals the model); and
 //! failure paths (retry and RNR exhaustion, remote access errors) complete
 //! with the right status and flush the rest.
+//!
+//! Page faults (on-demand paging): with `faults` set, memory accesses on
+//! both sides find their page absent at random, as after an invalidation.
+//! The responder pauses on the request (or READ response) that faulted and
+//! resumes once the fault is resolved some ticks later; the requester
+//! holds the request packet it could not build, and the completer places a
+//! response's data before handing the response to the engine, deferring
+//! it while its page is absent. Everything above must hold unchanged, and
+//! no request may fail or be retried for a fault.
 
 use std::collections::HashMap;
 
@@ -181,6 +190,50 @@ struct ResponderNode {
     seq_naks: u32,
     /// Requests received and not yet taken (the driver's rx queue).
     backlog: std::collections::VecDeque<Vec<u8>>,
+    /// Page faults: chance per access (per mille), how long one takes to
+    /// resolve, the resolution pending, and how many there were.
+    faults: Faults,
+}
+
+/// Random page faults of one side's memory.
+struct Faults {
+    rng: Rng,
+    per_mille: u32,
+    delay: u64,
+    until: Option<u64>,
+    count: u32,
+}
+
+impl Faults {
+    fn new(seed: u64, per_mille: u32, delay: u64) -> Self {
+        Faults {
+            rng: Rng(seed),
+            per_mille,
+            delay,
+            until: None,
+            count: 0,
+        }
+    }
+
+    /// Whether an access now finds its page absent; if so the fault is
+    /// resolved `delay` ticks from `now`.
+    fn hit(&mut self, now: u64) -> bool {
+        if self.per_mille == 0 || !self.rng.chance(self.per_mille) {
+            return false;
+        }
+        self.count += 1;
+        self.until = Some(now + self.delay);
+        true
+    }
+
+    /// Whether a pending fault was resolved by `now` (then it is gone).
+    fn resolved(&mut self, now: u64) -> bool {
+        if self.until.is_some_and(|t| t <= now) {
+            self.until = None;
+            return true;
+        }
+        false
+    }
 }
 
 /// READ response packets the node sends per pass, and requests it takes
@@ -196,40 +249,49 @@ impl ResponderNode {
 
     /// Whether a pass has work: queued responses or requests.
     fn busy(&self) -> bool {
-        self.resp.read_responses_queued() || !self.backlog.is_empty()
+        self.resp.read_responses_queued() || !self.backlog.is_empty() || self.faults.until.is_some()
     }
 
     /// One pass of the driver's work item: queued READ responses, then
     /// requests until one must wait for responses, within the budgets.
-    fn run(&mut self, arrived: Vec<Vec<u8>>, out: &mut Vec<Vec<u8>>) {
+    fn run(&mut self, now: u64, arrived: Vec<Vec<u8>>, out: &mut Vec<Vec<u8>>) {
         self.backlog.extend(arrived);
+        if self.faults.resolved(now) {
+            assert!(self.resp.is_paused());
+            self.resp.resume();
+        }
         let mut budget = RESPONSES_PER_PASS;
-        self.send_read_responses(&mut budget, out);
+        self.send_read_responses(now, &mut budget, out);
         let mut taken = 0;
         while taken < REQUESTS_PER_PASS {
             let Some(b) = self.backlog.pop_front() else {
                 break;
             };
-            if self.handle(&b, out) {
+            if self.handle(now, &b, out) {
                 taken += 1;
                 continue;
             }
-            // It waits for the queued responses: send them, then offer it
-            // again (next pass if the budget ran out).
+            // It waits for the queued responses (send them, then offer it
+            // again, next pass if the budget ran out) or for a page fault.
             self.backlog.push_front(b);
-            self.send_read_responses(&mut budget, out);
-            if self.resp.read_responses_queued() {
+            self.send_read_responses(now, &mut budget, out);
+            if self.resp.read_responses_queued() || self.resp.is_paused() {
                 break;
             }
         }
-        self.send_read_responses(&mut budget, out);
+        self.send_read_responses(now, &mut budget, out);
     }
 
-    fn send_read_responses(&mut self, budget: &mut u32, out: &mut Vec<Vec<u8>>) {
+    fn send_read_responses(&mut self, now: u64, budget: &mut u32, out: &mut Vec<Vec<u8>>) {
         while *budget > 0 {
             let Some(p) = self.resp.next_read_response() else {
                 break;
             };
+            if p.len > 0 && self.faults.hit(now) {
+                self.resp.hold_read_response(&p);
+                assert!(self.resp.is_paused());
+                break;
+            }
             *budget -= 1;
             // An empty response (an atomic write's) reads nothing.
             let data = if p.len == 0 {
@@ -243,7 +305,7 @@ impl ResponderNode {
     }
 
     /// Takes one request; false if it must wait for queued responses.
-    fn handle(&mut self, bytes: &[u8], out: &mut Vec<Vec<u8>>) -> bool {
+    fn handle(&mut self, now: u64, bytes: &[u8], out: &mut Vec<Vec<u8>>) -> bool {
         let pkt = Packet::parse(bytes).unwrap();
         let req = Request::from_headers(&pkt.headers, pkt.payload.len()).unwrap();
         let reply = match self.resp.receive(&req, self.recv_credits > 0) {
@@ -262,8 +324,19 @@ impl ResponderNode {
                 r
             }
             Decision::Execute(w) => {
-                let outcome = self.execute(&w.kind, &pkt);
-                self.resp.commit(&w, outcome)
+                // Memory is touched by everything but a READ request
+                // (whose data is read per response packet).
+                let touches = !matches!(w.kind, WorkKind::Read { .. });
+                let outcome = if touches && self.faults.hit(now) {
+                    Outcome::PageFault
+                } else {
+                    self.execute(&w.kind, &pkt)
+                };
+                let reply = self.resp.commit(&w, outcome);
+                if reply == Reply::Paused {
+                    return false;
+                }
+                reply
             }
         };
         self.send_reply(reply, out);
@@ -391,7 +464,9 @@ impl ResponderNode {
             )),
             // Sent by the pass, within its budget.
             Reply::Read => {}
-            Reply::Dropped | Reply::Fatal => panic!("an RC responder answered {reply:?}"),
+            Reply::Dropped | Reply::Fatal | Reply::Paused => {
+                panic!("an RC responder answered {reply:?}")
+            }
         }
     }
 }
@@ -412,6 +487,8 @@ struct Scenario {
     credit_every: u64,
     rto: u64,
     max_time: u64,
+    /// Page faults per mille of memory accesses on each side (0: none).
+    faults: u32,
 }
 
 struct Outcome2 {
@@ -424,6 +501,10 @@ struct Outcome2 {
     /// READ requests retried from the middle of the READ.
     read_resumes: u64,
     packets: u64,
+    /// Page faults of the requester's packets.
+    requester_faults: u32,
+    /// Page faults of the completer's placements.
+    completer_faults: u32,
 }
 
 fn run(s: &Scenario) -> Outcome2 {
@@ -450,7 +531,12 @@ fn run(s: &Scenario) -> Outcome2 {
         replayed_reads: 0,
         seq_naks: 0,
         backlog: Default::default(),
+        faults: Faults::new(s.seed ^ 0xFA17, s.faults, 5),
     };
+    let mut local_faults = Faults::new(s.seed ^ 0x10CA1, s.faults, 5);
+    let mut completer_faults = Faults::new(s.seed ^ 0xC0DE, s.faults, 5);
+    // Responses waiting for their page (the completer's deferred ones).
+    let mut deferred: std::collections::VecDeque<Vec<u8>> = Default::default();
     let mut to_resp = Channel::new(s.req_ch);
     let mut to_req = Channel::new(s.resp_ch);
     let mut reads: HashMap<u32, Vec<u8>> = HashMap::new();
@@ -490,7 +576,18 @@ fn run(s: &Scenario) -> Outcome2 {
             next_post += 1;
         }
         // Send.
+        if local_faults.resolved(now) {
+            assert!(sq.is_held());
+            sq.resume();
+        }
         while let Some(p) = sq.next_packet() {
+            // A packet with data read from local memory may fault.
+            let reads_local = p.payload_len > 0 && !p.operation.is_response();
+            if reads_local && local_faults.hit(now) {
+                assert!(sq.hold(&p), "an RC queue holds a packet");
+                assert!(sq.next_packet().is_none(), "nothing is sent while held");
+                break;
+            }
             if p.retransmit {
                 retransmits += 1;
             }
@@ -505,26 +602,48 @@ fn run(s: &Scenario) -> Outcome2 {
         }
         // Responder.
         let mut out = Vec::new();
-        node.run(to_resp.due(now), &mut out);
+        node.run(now, to_resp.due(now), &mut out);
         for b in out {
             to_req.send(now, b, &mut rng);
         }
         // Completer.
         let mut actions = Vec::new();
-        for b in to_req.due(now) {
+        let _ = completer_faults.resolved(now);
+        deferred.extend(to_req.due(now));
+        while let Some(b) = deferred.pop_front() {
+            if completer_faults.until.is_some() {
+                // Waiting for a page: this one and all after it.
+                deferred.push_front(b);
+                break;
+            }
             let pkt = Packet::parse(&b).unwrap();
             let r = Response::from_headers(&pkt.headers, pkt.payload.len()).unwrap();
-            let a = sq.on_response(&r);
-            match a {
-                Action::PlaceReadData { tag, offset, len } => {
+            // The data is placed before the engine takes the response.
+            let placed = sq.placement(&r);
+            if placed.is_some() && completer_faults.hit(now) {
+                deferred.push_front(b);
+                break;
+            }
+            if let Some((tag, offset, len)) = placed {
+                if let Some(orig) = pkt.headers.atomic_ack_eth.map(|a| a.orig) {
+                    assert_eq!((offset, len), (0, 8));
+                    assert!(atomics.insert(tag, orig).is_none(), "atomic result twice");
+                } else {
                     let buf = reads
                         .entry(tag)
                         .or_insert_with(|| vec![0xEE; s.ops[tag as usize].len as usize]);
                     buf[offset as usize..(offset + len) as usize].copy_from_slice(pkt.payload);
                 }
-                Action::AtomicResult { tag, orig } => {
-                    assert!(atomics.insert(tag, orig).is_none(), "atomic result twice");
-                }
+            }
+            let a = sq.on_response(&r);
+            // The engine's decision is the one `placement` predicted.
+            let took = match a {
+                Action::PlaceReadData { tag, offset, len } => Some((tag, offset, len)),
+                Action::AtomicResult { tag, .. } => Some((tag, 0, 8)),
+                _ => None,
+            };
+            assert_eq!(took, placed, "seed {}: placement of {r:?}", s.seed);
+            match a {
                 Action::RnrWait { usec } => rnr = Some(now + u64::from(usec)),
                 Action::Fatal { .. } => fatal = true,
                 _ => {}
@@ -593,6 +712,9 @@ fn run(s: &Scenario) -> Outcome2 {
             rnr,
             (s.credit_every != 0).then_some(next_credit),
             node.busy().then_some(now + 1),
+            local_faults.until,
+            completer_faults.until,
+            (!deferred.is_empty()).then_some(now + 1),
         ]
         .into_iter()
         .flatten()
@@ -621,6 +743,8 @@ fn run(s: &Scenario) -> Outcome2 {
         retransmits,
         read_resumes,
         packets: to_resp.sent + to_req.sent,
+        requester_faults: local_faults.count,
+        completer_faults: completer_faults.count,
     }
 }
 
@@ -788,6 +912,7 @@ fn scenario(seed: u64, lossy: bool, rnr: bool) -> (Scenario, Model) {
         credit_every: if rnr { 20 + rng.below(100) } else { 0 },
         rto: 200,
         max_time: 50_000_000,
+        faults: 0,
     };
     (s, model)
 }
@@ -889,6 +1014,35 @@ fn lossy_reordering_duplicating_channel() {
 }
 
 #[test]
+fn page_faults_pause_and_resume() {
+    let (mut faults, mut requester, mut completer) = (0, 0, 0);
+    for seed in 300..340 {
+        let lossy = seed % 2 == 1;
+        let (mut s, m) = scenario(seed, lossy, seed % 5 == 0);
+        s.faults = 20 + (seed % 7) as u32 * 20;
+        let o = run(&s);
+        check(&s, &m, &o);
+        if !lossy && s.credit_every == 0 {
+            assert_eq!(
+                o.retransmits, 0,
+                "seed {seed}: a page fault is a pause, never a retransmission"
+            );
+        }
+        faults += o.responder.faults.count;
+        requester += o.requester_faults;
+        completer += o.completer_faults;
+    }
+    assert!(
+        faults > 500,
+        "responder page faults should occur ({faults})"
+    );
+    assert!(
+        requester > 100 && completer > 100,
+        "requester ({requester}) and completer ({completer}) page faults should occur"
+    );
+}
+
+#[test]
 fn receiver_not_ready() {
     let mut rnrs = 0;
     for seed in 200..225 {
@@ -925,6 +1079,7 @@ fn simple(ops: Vec<Op>, tweak: impl FnOnce(&mut Scenario)) -> Outcome2 {
         credit_every: 0,
         rto: 100,
         max_time: 10_000_000,
+        faults: 0,
     };
     tweak(&mut s);
     run(&s)

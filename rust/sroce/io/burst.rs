@@ -147,8 +147,11 @@ impl<'a> Burst<'a> {
             .append(record)
             .and_then(|out| build(&mut out[..len]));
         if let Err(e) = built {
-            // Cut off again; an empty burst is dropped.
-            self.dev.data().io.counters.inc(Counter::SendErr);
+            // Cut off again; an empty burst is dropped. Data of an
+            // on-demand region not present is no error: built again later.
+            if e != crate::rdma::mr_odp::NOT_PRESENT {
+                self.dev.data().io.counters.inc(Counter::SendErr);
+            }
             o.dgram.truncate(o.used);
             if o.count == 0 {
                 self.open = None;

@@ -98,10 +98,20 @@ pub(crate) enum Counter {
     /// one datagram each by UDP segmentation (the stack, the NIC or the
     /// receiving host); their packets count in `sent_pkts` one by one.
     SentSegmented,
+    /// On-demand paging: page faults resolved (an access found pages of an
+    /// on-demand region absent, the QP's part waited, they were faulted
+    /// in).
+    OdpPageFaults,
+    /// On-demand paging: faults that could not be resolved (the memory is
+    /// not mapped); the operation failed with an access error.
+    OdpFaultErrors,
+    /// On-demand paging: invalidations that dropped pages a region had
+    /// faulted in (the process unmapped, freed or moved them).
+    OdpInvalidations,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::SentSegmented as usize + 1;
+const COUNT: usize = Counter::OdpInvalidations as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -142,6 +152,9 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"rcvd_roce_v1_pkts"),
     StatDesc::new(c"rcvd_drop_bad_dgid"),
     StatDesc::new(c"sent_segmented"),
+    StatDesc::new(c"odp_page_faults"),
+    StatDesc::new(c"odp_fault_errors"),
+    StatDesc::new(c"odp_invalidations"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

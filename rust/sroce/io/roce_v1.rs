@@ -64,6 +64,8 @@ pub(super) fn send(
             counters.inc(Counter::SentRoceV1Pkts);
             counters.add(Counter::SentBytes, n as u64);
         }
+        // Data of an on-demand region not present: built again later.
+        Err(e) if e == crate::rdma::mr_odp::NOT_PRESENT => {}
         Err(_) => counters.inc(Counter::SendErr),
     }
     r

@@ -144,6 +144,8 @@ pub(crate) fn send(
             counters.inc(Counter::SentPkts);
             counters.add(Counter::SentBytes, n as u64);
         }
+        // Data of an on-demand region not present: built again later.
+        Err(e) if e == crate::rdma::mr_odp::NOT_PRESENT => {}
         Err(_) => counters.inc(Counter::SendErr),
     }
     r

@@ -5,7 +5,7 @@
 //! completions out to the CQ, and the error state.
 
 use super::{
-    payload::scatter,
+    payload::{scatter, BufferError},
     requester::{count_action, fail_local, go_back},
     RcState, SQ_DEPTH,
 };
@@ -24,12 +24,15 @@ use crate::sroce::{
     cq,
     device::SroceDevice,
     io::{counters::Counter, RxPacket},
+    odp::Waiter,
     qp::QpInner,
     rc_sessions::GoBack,
     rc_timers::Now,
 };
 use kernel::time::{Instant, Monotonic};
 
+/// Takes one response; false if it must wait for its local buffer's
+/// pages to be faulted in (it is left untouched, and so is the engine).
 pub(super) fn on_response(
     qp: &Qp<SroceDevice>,
     inner: &mut QpInner,
@@ -38,14 +41,31 @@ pub(super) fn on_response(
     header_len: usize,
     payload_len: usize,
     now: Now,
-) {
+) -> bool {
     let dev = qp.device();
     let counters = &dev.data().io.counters;
-    let Some(rc) = inner.rc.as_mut() else { return };
+    let QpInner { rc, faults, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return true };
     let rc: &mut RcState = rc;
     let Ok(r) = Response::from_headers(h, payload_len) else {
-        return;
+        return true;
     };
+    // A READ response's data or an atomic's result is placed before the
+    // engine takes the response, so that a page fault leaves both as they
+    // were.
+    let mut placed = Ok(());
+    if let Some((tag, offset, len)) = rc.sq.placement(&r) {
+        placed = match place(qp, rc, tag, offset, len, &r, pkt, header_len) {
+            Err(BufferError::NotPresent(f)) => {
+                if faults.wait(Waiter::Completer, f) {
+                    return false;
+                }
+                Err((tag, WcStatus::LocProtErr))
+            }
+            Err(BufferError::Status(s)) => Err((tag, s)),
+            Ok(()) => Ok(()),
+        };
+    }
     let seq_nak = matches!(
         r.kind,
         ResponseKind::Ack(Syndrome::Nak(NakCode::PsnSequenceError))
@@ -76,46 +96,47 @@ pub(super) fn on_response(
     }
     count_action(counters, &action);
     rc.timers.on_action(now, &action);
-    match action {
-        Action::PlaceReadData { tag, offset, len } => {
-            // The WQE is used where it is kept (a copy is 650 bytes).
-            let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH) else {
-                return;
-            };
-            let ok = match (&w.data, rc.scratch.get_mut(..len as usize)) {
-                (SendData::Sges(sges), Some(buf)) => match pkt.copy_to(header_len, buf) {
-                    Ok(()) => scatter(dev, qp, sges.as_slice(), offset, buf, Access::LOCAL_WRITE),
-                    Err(_) => Err(WcStatus::LocLenErr),
-                },
-                _ => Err(WcStatus::LocLenErr),
-            };
-            if let Err(s) = ok {
-                fail_local(rc, tag, s);
-            }
-        }
-        Action::AtomicResult { tag, orig } => {
-            let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH) else {
-                return;
-            };
-            let ok = match &w.data {
-                SendData::Sges(sges) => scatter(
-                    dev,
-                    qp,
-                    sges.as_slice(),
-                    0,
-                    &orig.to_ne_bytes(),
-                    Access::LOCAL_WRITE,
-                ),
-                SendData::Inline { .. } => Err(WcStatus::LocQpOpErr),
-            };
-            if let Err(s) = ok {
-                fail_local(rc, tag, s);
-            }
-        }
-        // The rest needs nothing beyond the timers (above), and the
-        // completions and sending that follow.
-        _ => {}
+    // The data was placed above; a placement that failed fails its request
+    // now that the engine has taken the response (and what it
+    // acknowledged).
+    if let Err((tag, s)) = placed {
+        fail_local(rc, tag, s);
     }
+    true
+}
+
+/// Places the data of response `r` (`len` bytes of a READ response's
+/// payload, or an atomic's 8-byte result) into request `tag`'s local
+/// buffer at `offset`.
+#[expect(clippy::too_many_arguments, reason = "one response's pieces")]
+fn place(
+    qp: &Qp<SroceDevice>,
+    rc: &mut RcState,
+    tag: u32,
+    offset: u32,
+    len: u32,
+    r: &Response,
+    pkt: &RxPacket,
+    header_len: usize,
+) -> core::result::Result<(), BufferError> {
+    let dev = qp.device();
+    // The WQE is used where it is kept (a copy is 650 bytes).
+    let Some(Some(w)) = rc.wqes.get(tag as usize % SQ_DEPTH) else {
+        return Err(WcStatus::LocQpOpErr.into());
+    };
+    let SendData::Sges(sges) = &w.data else {
+        return Err(WcStatus::LocQpOpErr.into());
+    };
+    if let ResponseKind::AtomicAck { orig, .. } = r.kind {
+        let bytes = orig.to_ne_bytes();
+        return scatter(dev, qp, sges.as_slice(), 0, &bytes, Access::LOCAL_WRITE);
+    }
+    let Some(buf) = rc.scratch.get_mut(..len as usize) else {
+        return Err(WcStatus::LocLenErr.into());
+    };
+    pkt.copy_to(header_len, buf)
+        .map_err(|_| WcStatus::LocLenErr)?;
+    scatter(dev, qp, sges.as_slice(), offset, buf, Access::LOCAL_WRITE)
 }
 
 /// Posts the send completions the engine has produced and retires their
@@ -171,6 +192,7 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
 /// failed request with its error, the rest flushed), then everything still
 /// in the rings is flushed, in order.
 pub(crate) fn enter_error(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    crate::sroce::ud::flush_held(qp, inner);
     if let Some(rc) = inner.rc.as_mut() {
         rc.sq.set_error();
         rc.resp.set_error();

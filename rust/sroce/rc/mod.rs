@@ -28,7 +28,7 @@ mod responder;
 
 pub(crate) use completer::enter_error;
 use completer::{complete_sends, on_response};
-pub(crate) use payload::{gather, scatter, send_packet};
+pub(crate) use payload::{gather, scatter, send_packet, BufferError};
 use requester::{count_action, go_back, send, send_duplicate_probe};
 pub(crate) use responder::inner_max_recv_sge;
 use responder::{on_request, send_read_responses};
@@ -38,6 +38,7 @@ use super::{
     engine_store::EngineStore,
     io,
     io::{counters::Counter, RxPacket},
+    odp::Waiter,
     qp::QpInner,
     rc_sessions::{GoBack, Origin, QpSessions, SessionOverride},
     rc_timers::{Now, RcTimers},
@@ -289,7 +290,7 @@ impl QpShared {
     /// Takes the unfinished batch, or else every queued packet, in reverse
     /// arrival order (pop the next one); give it back with
     /// [`QpShared::keep_backlog`].
-    fn take_backlog_or_batch(&self) -> KVVec<RxPacket> {
+    pub(crate) fn take_backlog_or_batch(&self) -> KVVec<RxPacket> {
         let mut q = self.rx.lock();
         if !q.backlog.is_empty() {
             return core::mem::take(&mut q.backlog);
@@ -300,9 +301,17 @@ impl QpShared {
         batch
     }
 
+    /// Whether packets are queued for the next batch (those that arrived
+    /// while a pass worked on an unfinished batch: its scheduling of the
+    /// work item may have found it queued already, so a pass that
+    /// finishes such a batch must look).
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.rx.lock().packets.is_empty()
+    }
+
     /// Gives back a batch from [`QpShared::take_backlog_or_batch`]: what
     /// is left is taken first next time; an empty one is the next spare.
-    fn keep_backlog(&self, batch: KVVec<RxPacket>) {
+    pub(crate) fn keep_backlog(&self, batch: KVVec<RxPacket>) {
         if batch.is_empty() {
             self.return_batch(batch);
         } else {
@@ -525,6 +534,16 @@ impl RcState {
         u64::try_from((now - self.epoch).as_micros_ceil()).unwrap_or(0)
     }
 
+    /// The page fault the responder waited for is resolved.
+    pub(crate) fn resume_responder(&mut self) {
+        self.resp.resume();
+    }
+
+    /// The page fault the requester waited for is resolved.
+    pub(crate) fn resume_requester(&mut self) {
+        self.sq.resume();
+    }
+
     /// Whether the requester may take more WQEs (its window has room).
     pub(crate) fn window_has_room(&self) -> bool {
         self.sq.has_room()
@@ -580,16 +599,19 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>) {
 /// Whether a pass outside process context left work that needs it: a
 /// retired connection to drop, a session group to build.
 fn leaves_work(inner: &QpInner) -> bool {
-    inner.retired.is_some() || super::ud_sessions::wanted(inner)
+    inner.retired.is_some() || super::ud_sessions::wanted(inner) || inner.faults.any()
 }
 
 /// The work item's body: first what needs process context (session
 /// groups a UD pass asked for), then a pass, then dropping what the pass
 /// retired.
 fn run(qp: &Qp<SroceDevice>) {
+    super::odp::resolve(qp);
     super::ud_sessions::build_wanted(qp);
     let mut guard = qp.data().lock();
     run_pass(qp, &mut guard);
+    // The pass tried again what waited for a fault that failed.
+    guard.faults.forget_failed();
     let retired = guard.take_retired();
     drop(guard);
     drop(retired);
@@ -649,7 +671,8 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     // retired the whole window) would otherwise wait for a doorbell or a
     // packet that may never come: a process waiting for a completion of
     // work still in the ring posts nothing.
-    let mut more = more || sends_waiting(inner);
+    // A page fault this pass stopped on is resolved by the work item.
+    let mut more = more || sends_waiting(inner) || inner.faults.any();
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
@@ -711,14 +734,14 @@ fn receive_batch(
         // is offered again (next pass if the budget ran out).
         let _ = batch.push_within_capacity(pkt);
         send_read_responses(qp, inner, &mut budget);
-        if reads_queued(inner) {
+        if reads_queued(inner) || receive_waits(inner) {
             break;
         }
     }
     send_read_responses(qp, inner, &mut budget);
     let more = !batch.is_empty() || reads_queued(inner);
     shared.keep_backlog(batch);
-    more
+    more || shared.has_queued()
 }
 
 /// Whether WQEs wait in the send ring while the send queue has room for
@@ -728,6 +751,13 @@ fn sends_waiting(inner: &QpInner) -> bool {
         && inner.rc.as_ref().is_some_and(|rc| {
             rc.sq.has_room() && !rc.sq.is_error() && inner.rings.send.pending() > rc.taken
         })
+}
+
+/// Whether the receive side waits for a page fault to be resolved (the
+/// responder on a request or READ response, the completer on a response's
+/// buffer).
+fn receive_waits(inner: &QpInner) -> bool {
+    inner.faults.is_waiting(Waiter::Responder) || inner.faults.is_waiting(Waiter::Completer)
 }
 
 fn reads_queued(inner: &QpInner) -> bool {
@@ -740,6 +770,10 @@ fn reads_queued(inner: &QpInner) -> bool {
 /// Takes one received packet; false if it is a request that must wait for
 /// queued READ responses (it is left untouched).
 fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) -> bool {
+    // Packets wait, in order, behind one that waits for a page fault.
+    if receive_waits(inner) {
+        return false;
+    }
     let Ok((h, rest)) = Headers::parse(pkt.head()) else {
         return true;
     };
@@ -760,8 +794,7 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
         return true;
     }
     let taken = if op.is_response() {
-        on_response(qp, inner, &h, pkt, header_len, payload_len, now);
-        true
+        on_response(qp, inner, &h, pkt, header_len, payload_len, now)
     } else if op.is_request() && inner.attrs.state != QpState::Init {
         on_request(qp, inner, &h, pkt, header_len, payload_len)
     } else {

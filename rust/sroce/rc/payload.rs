@@ -5,10 +5,28 @@
 //! around a payload. Shared by the RC and UD data paths.
 
 use crate::net::route::RouteCache;
-use crate::rdma::{access::Access, device::Device, qp::Qp, wc::WcStatus, wqe::Sge};
+use crate::rdma::{
+    access::Access, device::Device, mr_odp::NOT_PRESENT, qp::Qp, wc::WcStatus, wqe::Sge,
+};
 use crate::roce::packet::Headers;
-use crate::sroce::{device::SroceDevice, io};
+use crate::sroce::{device::SroceDevice, io, odp::PageFault};
 use kernel::prelude::*;
+
+/// Why a local buffer could not be read or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BufferError {
+    /// The work request completes with this status.
+    Status(WcStatus),
+    /// A page of an on-demand region is absent: fault it in, then try
+    /// again (see [`crate::sroce::odp`]).
+    NotPresent(PageFault),
+}
+
+impl From<WcStatus> for BufferError {
+    fn from(s: WcStatus) -> Self {
+        Self::Status(s)
+    }
+}
 
 /// Walks the pieces of the local buffer `sges` that hold `len` message bytes
 /// from message byte `offset`: calls `f(lkey, addr, at, n)` for `n` bytes at
@@ -18,8 +36,8 @@ pub(super) fn for_each_piece(
     sges: &[Sge],
     mut offset: u32,
     len: usize,
-    mut f: impl FnMut(u32, u64, usize, usize) -> core::result::Result<(), WcStatus>,
-) -> core::result::Result<(), WcStatus> {
+    mut f: impl FnMut(u32, u64, usize, usize) -> core::result::Result<(), BufferError>,
+) -> core::result::Result<(), BufferError> {
     let mut done = 0;
     for s in sges {
         if done == len {
@@ -37,12 +55,28 @@ pub(super) fn for_each_piece(
     if done == len {
         Ok(())
     } else {
-        Err(WcStatus::LocLenErr)
+        Err(WcStatus::LocLenErr.into())
+    }
+}
+
+/// The error of a copy to or from `n` bytes at `addr` under `lkey`.
+fn copy_error(e: Error, lkey: u32, addr: u64, n: usize, write: bool) -> BufferError {
+    if e == NOT_PRESENT {
+        BufferError::NotPresent(PageFault {
+            key: lkey,
+            iova: addr,
+            len: n as u64,
+            write,
+        })
+    } else {
+        WcStatus::LocProtErr.into()
     }
 }
 
 /// Writes `data` into the local buffer `sges` at message byte `offset`,
-/// checking each piece under the QP's PD with `right`.
+/// checking each piece under the QP's PD with `right`. Pieces before one
+/// whose page is absent are written; writing them again is harmless (the
+/// buffer belongs to the operation until it completes).
 pub(crate) fn scatter(
     dev: &Device<SroceDevice>,
     qp: &Qp<SroceDevice>,
@@ -50,13 +84,14 @@ pub(crate) fn scatter(
     offset: u32,
     data: &[u8],
     right: Access,
-) -> core::result::Result<(), WcStatus> {
+) -> core::result::Result<(), BufferError> {
     for_each_piece(sges, offset, data.len(), |lkey, addr, at, n| {
         let mr = dev
             .check_mr_access(lkey, qp.pd(), addr, n as u64, right)
             .map_err(|_| WcStatus::LocProtErr)?;
         let piece = data.get(at..at + n).ok_or(WcStatus::LocLenErr)?;
-        mr.copy_to(addr, piece).map_err(|_| WcStatus::LocProtErr)
+        mr.copy_to(addr, piece)
+            .map_err(|e| copy_error(e, lkey, addr, n, true))
     })
 }
 
@@ -67,14 +102,15 @@ pub(crate) fn gather(
     sges: &[Sge],
     offset: u32,
     out: &mut [u8],
-) -> core::result::Result<(), WcStatus> {
+) -> core::result::Result<(), BufferError> {
     let len = out.len();
     for_each_piece(sges, offset, len, |lkey, addr, at, n| {
         let mr = dev
             .check_mr_access(lkey, qp.pd(), addr, n as u64, Access::NONE)
             .map_err(|_| WcStatus::LocProtErr)?;
         let piece = out.get_mut(at..at + n).ok_or(WcStatus::LocLenErr)?;
-        mr.copy_from(addr, piece).map_err(|_| WcStatus::LocProtErr)
+        mr.copy_from(addr, piece)
+            .map_err(|e| copy_error(e, lkey, addr, n, false))
     })
 }
 

@@ -5,7 +5,7 @@
 //! operations, and the go-back decisions of the session group.
 
 use super::{
-    payload::{burst_packet, gather, send_packet},
+    payload::{burst_packet, gather, send_packet, BufferError},
     RcState, Requester, SQ_DEPTH,
 };
 use crate::net::route::RouteCache;
@@ -13,6 +13,7 @@ use crate::rdma::{
     access::Access,
     device::Device,
     key_slots::is_window_key,
+    mr_odp::NOT_PRESENT,
     qp::{Qp, QpState},
     rxe_abi::{SEND_WQE_HEADER, SGE_SIZE},
     wc::WcStatus,
@@ -31,7 +32,12 @@ use crate::roce::{
     session::{health::probe_psn, SessionId},
 };
 use crate::sroce::{
-    device::SroceDevice, io, io::counters::Counter, qp::QpInner, rc_sessions::GoBack,
+    device::SroceDevice,
+    io,
+    io::counters::Counter,
+    odp::{PageFaults, Waiter},
+    qp::QpInner,
+    rc_sessions::GoBack,
     rc_timers::Now,
 };
 use kernel::prelude::*;
@@ -191,7 +197,11 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     let caps = inner.attrs.caps;
     let sending = matches!(inner.attrs.state, QpState::Rts);
     let QpInner {
-        rings, rc, routes, ..
+        rings,
+        rc,
+        routes,
+        faults,
+        ..
     } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let rc: &mut RcState = rc;
@@ -264,9 +274,6 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             continue;
         }
         let Some(p) = rc.sq.next_packet() else { break };
-        if p.retransmit {
-            dev.data().io.counters.inc(Counter::RetransmittedPkts);
-        }
         let wqe_len = match rc.wqes.get(p.tag as usize % SQ_DEPTH) {
             Some(Some(w)) => w.length,
             _ => 0,
@@ -275,10 +282,32 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             .sessions
             .flow_for(&p, wqe_len, mtu, now_us)
             .unwrap_or(rc.flow);
-        if let Err(s) = send_request(qp, dev, routes, &mut burst, rc, &p, &flow) {
-            fail_local(rc, p.tag, s);
-            break;
+        match send_request(qp, dev, routes, &mut burst, rc, &p, &flow) {
+            Ok(()) if p.retransmit => dev.data().io.counters.inc(Counter::RetransmittedPkts),
+            Ok(()) => {}
+            Err(BufferError::NotPresent(f)) => {
+                hold_for_fault(rc, faults, &p, f);
+                break;
+            }
+            Err(BufferError::Status(s)) => {
+                fail_local(rc, p.tag, s);
+                break;
+            }
         }
+    }
+}
+
+/// Request packet `p` could not be built: its data is absent. The
+/// requester takes it back and waits for the fault to be resolved; memory
+/// that could not be faulted in before fails the request.
+fn hold_for_fault(
+    rc: &mut RcState,
+    faults: &mut PageFaults,
+    p: &RequestPacket,
+    f: crate::sroce::odp::PageFault,
+) {
+    if !faults.wait(Waiter::Requester, f) || !rc.sq.hold(p) {
+        fail_local(rc, p.tag, WcStatus::LocProtErr);
     }
 }
 
@@ -299,9 +328,9 @@ pub(super) fn send_request(
     rc: &RcState,
     p: &RequestPacket,
     flow: &io::Flow,
-) -> core::result::Result<(), WcStatus> {
+) -> core::result::Result<(), BufferError> {
     let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH) else {
-        return Err(WcStatus::LocQpOpErr);
+        return Err(WcStatus::LocQpOpErr.into());
     };
     let opcode = Opcode::new(rc.transport, p.operation);
     let mut bth = Bth::new(opcode, rc.dest_qpn, p.psn);
@@ -369,9 +398,14 @@ pub(super) fn send_request(
                 out.copy_from_slice(src);
                 Ok(())
             }
-            SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), p.offset, out).map_err(|s| {
-                local = Some(s);
-                EFAULT
+            SendData::Sges(sges) => gather(dev, qp, sges.as_slice(), p.offset, out).map_err(|e| {
+                local = Some(e);
+                // Not counted as a send error.
+                if matches!(e, BufferError::NotPresent(_)) {
+                    NOT_PRESENT
+                } else {
+                    EFAULT
+                }
             }),
         }
     });

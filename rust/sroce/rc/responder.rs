@@ -6,12 +6,13 @@
 //! responses; none for UC).
 
 use super::{
-    payload::{burst_packet, scatter, send_packet},
+    payload::{burst_packet, scatter, send_packet, BufferError},
     RcState,
 };
 use crate::rdma::{
     access::Access,
     key_slots::is_window_key,
+    mr_odp::NOT_PRESENT,
     qp::Qp,
     queue::UserProducerQueue,
     rxe_abi::{RECV_WQE_HEADER, SGE_SIZE},
@@ -33,6 +34,7 @@ use crate::sroce::{
     device::SroceDevice,
     io,
     io::{counters::Counter, RxPacket},
+    odp::{PageFault, PageFaults, Waiter},
     qp::QpInner,
 };
 use kernel::error::code::EINVAL;
@@ -78,6 +80,10 @@ pub(super) fn on_request(
                 return true;
             };
             let reply = rc.resp.commit(&work, outcome);
+            if reply == Reply::Paused {
+                // Kept queued; offered again once the fault is resolved.
+                return false;
+            }
             // A dropped UC message leaves its receive WQE for the next.
             if reply != Reply::Dropped {
                 finish_recv(qp, inner, &work, h, outcome);
@@ -106,7 +112,9 @@ pub(super) fn execute(
     let access = inner.attrs.access_flags;
     // Whom a type 2 memory window must be bound to.
     let me = qp.data().serial();
-    let QpInner { rings, rc, .. } = inner;
+    let QpInner {
+        rings, rc, faults, ..
+    } = inner;
     let Some(rc) = rc.as_mut() else {
         return Outcome::Failed(NakCode::RemoteOperationalError);
     };
@@ -133,7 +141,12 @@ pub(super) fn execute(
                 Access::LOCAL_WRITE,
             ) {
                 Ok(()) => {}
-                Err(WcStatus::LocLenErr) => return Outcome::Failed(NakCode::InvalidRequest),
+                Err(BufferError::Status(WcStatus::LocLenErr)) => {
+                    return Outcome::Failed(NakCode::InvalidRequest)
+                }
+                Err(BufferError::NotPresent(f)) => {
+                    return page_fault(faults, f, NakCode::RemoteOperationalError)
+                }
                 Err(_) => return Outcome::Failed(NakCode::RemoteOperationalError),
             }
             // SEND with invalidate (the IETH rides on the last packet):
@@ -200,6 +213,9 @@ pub(super) fn execute(
             };
             match mr.copy_to(at, data) {
                 Ok(()) => Outcome::Done,
+                Err(e) if e == NOT_PRESENT => {
+                    page_fault(faults, fault(mr.key(), at, len.into(), true), REMOTE_ACCESS)
+                }
                 Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
             }
         }
@@ -233,6 +249,9 @@ pub(super) fn execute(
             // The payload's bytes land as they are.
             match mr.atomic_write(at, u64::from_ne_bytes(value)) {
                 Ok(()) => Outcome::Done,
+                Err(e) if e == NOT_PRESENT => {
+                    page_fault(faults, fault(mr.key(), at, 8, true), REMOTE_ACCESS)
+                }
                 Err(_) => Outcome::Failed(NakCode::RemoteAccessError),
             }
         }
@@ -258,9 +277,34 @@ pub(super) fn execute(
             };
             match r {
                 Ok(orig) => Outcome::Atomic(orig),
+                Err(e) if e == NOT_PRESENT => {
+                    page_fault(faults, fault(mr.key(), at, 8, true), REMOTE_ACCESS)
+                }
                 Err(_) => Outcome::Failed(NakCode::InvalidRequest),
             }
         }
+    }
+}
+
+const REMOTE_ACCESS: NakCode = NakCode::RemoteAccessError;
+
+fn fault(key: u32, iova: u64, len: u64, write: bool) -> PageFault {
+    PageFault {
+        key,
+        iova,
+        len,
+        write,
+    }
+}
+
+/// The responder stops on `f` ([`Outcome::PageFault`]), unless that
+/// memory could not be faulted in before: then the request fails with
+/// `failed`, as an access to unmapped memory.
+fn page_fault(faults: &mut PageFaults, f: PageFault, failed: NakCode) -> Outcome {
+    if faults.wait(Waiter::Responder, f) {
+        Outcome::PageFault
+    } else {
+        Outcome::Failed(failed)
     }
 }
 
@@ -406,7 +450,7 @@ pub(super) fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply
     };
     let counters = &dev.data().io.counters;
     match reply {
-        Reply::None | Reply::Dropped | Reply::Fatal => {}
+        Reply::None | Reply::Dropped | Reply::Fatal | Reply::Paused => {}
         Reply::Ack { psn, aeth } | Reply::FatalNak { psn, aeth } => {
             match aeth.syndrome {
                 Syndrome::RnrNak { .. } => counters.inc(Counter::SentRnrNak),
@@ -447,7 +491,9 @@ pub(super) fn reply_flow(rc: &RcState, ingress: i32) -> io::Flow {
 pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, budget: &mut u32) {
     let dev = qp.device();
     let me = qp.data().serial();
-    let QpInner { rc, routes, .. } = inner;
+    let QpInner {
+        rc, routes, faults, ..
+    } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let flow = reply_flow(rc, rc.read_ingress);
     // A READ's responses go out together (sent when it is dropped).
@@ -477,8 +523,33 @@ pub(super) fn send_read_responses(qp: &Qp<SroceDevice>, inner: &mut QpInner, bud
         // this pass sends: not the Last, whose AETH makes it longer when
         // it is full.
         let more = p.following.saturating_sub(1).min(*budget) as usize;
+        let mut absent = false;
         let _ = burst_packet(&mut burst, routes, &flow, &h, p.len as usize, more, |out| {
             mr.copy_from(at, out)
+                .inspect_err(|e| absent = *e == NOT_PRESENT)
         });
+        if !absent {
+            continue;
+        }
+        if faults.wait(Waiter::Responder, fault(mr.key(), at, len, false)) {
+            // Sent again, first, once the data is faulted in.
+            rc.resp.hold_read_response(&p);
+            return;
+        }
+        // The READ's memory is not mapped: it fails as an access to
+        // unregistered memory would have (the QP enters the error state).
+        let mut nak = Headers::new(Bth::new(
+            Opcode::new(Transport::Rc, Operation::Acknowledge),
+            rc.dest_qpn,
+            p.psn,
+        ));
+        nak.aeth = Some(Aeth {
+            syndrome: Syndrome::Nak(NakCode::RemoteAccessError),
+            msn: rc.resp.msn(),
+        });
+        drop(burst);
+        let _ = send_packet(dev, routes, &flow, &nak, 0, |_| Ok(()));
+        rc.resp.set_error();
+        return;
     }
 }

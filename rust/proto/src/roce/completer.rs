@@ -172,6 +172,112 @@ impl<S: SlotStore> SendQueueWith<S> {
         }
     }
 
+    /// Where the data of response `r` goes, if [`SendQueueWith::on_response`]
+    /// would take it now: `(tag, offset, len)` of a READ response's
+    /// payload (as its [`Action::PlaceReadData`]) or of an atomic's 8-byte
+    /// result (as its [`Action::AtomicResult`], offset 0). Changes
+    /// nothing: a driver whose local memory may be absent (on-demand
+    /// paging) places the data first and hands the response to the engine
+    /// only once it is placed, so a page fault never leaves the engine
+    /// ahead of the memory.
+    pub fn placement(&self, r: &Response) -> Option<(u32, u32, u32)> {
+        if matches!(r.kind, ResponseKind::Ack(_))
+            || self.error
+            || !self.in_window(r.psn)
+            || r.psn.is_before(self.una)
+        {
+            return None;
+        }
+        let p = r.psn;
+        let slot = self.slot(self.front_after_ack(p)?)?;
+        if !slot.started {
+            return None;
+        }
+        match r.kind {
+            ResponseKind::AtomicAck { syndrome, .. } => {
+                (syndrome.is_ack() && slot.wqe.op.is_atomic()).then_some((slot.wqe.tag, 0, 8))
+            }
+            ResponseKind::ReadResponse {
+                position,
+                syndrome,
+                payload_len,
+            } => {
+                if !matches!(syndrome, None | Some(Syndrome::Ack { .. }))
+                    || slot.wqe.op != super::segment::WqeOp::Read
+                {
+                    return None;
+                }
+                let offset = self.read_response_offset(&slot, p, position, payload_len)?;
+                Some((slot.wqe.tag, offset, payload_len))
+            }
+            ResponseKind::Ack(_) => None,
+        }
+    }
+
+    /// Where in READ `slot` the response at PSN `p` with `position` and
+    /// `payload_len` bytes puts its data, if it is the response expected
+    /// there (its position in the READ, or a First/Only restarting a READ
+    /// re-requested from `p`, and the length the MTU gives).
+    fn read_response_offset(
+        &self,
+        slot: &super::requester::Slot,
+        p: Psn,
+        position: Position,
+        payload_len: u32,
+    ) -> Option<u32> {
+        let plan = slot.plan;
+        let n = plan.psn_count();
+        let i = slot.first_psn.distance_to(p);
+        let rest = n.saturating_sub(i);
+        let continuation = match (n, i) {
+            (1, _) => Position::Only,
+            (_, 0) => Position::First,
+            _ if rest == 1 => Position::Last,
+            _ => Position::Middle,
+        };
+        let restart = if rest == 1 {
+            Position::Only
+        } else {
+            Position::First
+        };
+        let resumed = self.read_resume == Some(p);
+        if position != continuation && !(resumed && position == restart) {
+            return None;
+        }
+        let offset = plan.offset_of(i);
+        let expected = plan.len().saturating_sub(offset).min(plan.mtu().bytes());
+        (payload_len == expected).then_some(offset)
+    }
+
+    /// The slot (from the head) that would be the oldest unfinished one
+    /// after acknowledging every PSN before `p`, if that makes `p` the
+    /// oldest unacknowledged PSN without an implicit NAK (what
+    /// `ack_before` does, without doing it).
+    fn front_after_ack(&self, p: Psn) -> Option<usize> {
+        let (mut una, mut k) = (self.una, self.done);
+        while una.is_before(p) {
+            let slot = self.slot(k)?;
+            if !slot.started || slot.wqe.op.is_read_or_atomic() {
+                return None;
+            }
+            let end = slot.end_psn();
+            if p.is_before(end) {
+                una = p;
+                break;
+            }
+            una = end;
+            k = k.wrapping_add(1);
+            // `finish` settles the performed local operations after it.
+            while self
+                .slot(k)
+                .is_some_and(|s| s.wqe.op.is_local() && s.started && s.status.is_none())
+            {
+                k = k.wrapping_add(1);
+            }
+        }
+        (una == p).then_some(k)
+    }
+
     /// The transport (local ACK) timer expired: retransmit from the oldest
     /// unacknowledged PSN, or fail with [`WcStatus::RetryExcErr`] when the
     /// retries are used up. Ignored when nothing is outstanding or while
@@ -345,31 +451,9 @@ impl<S: SlotStore> SendQueueWith<S> {
         if slot.wqe.op != super::segment::WqeOp::Read || !slot.started {
             return self.fail(WcStatus::BadRespErr);
         }
-        let plan = slot.plan;
-        let n = plan.psn_count();
-        let i = slot.first_psn.distance_to(p);
-        let rest = n.saturating_sub(i);
-        let continuation = match (n, i) {
-            (1, _) => Position::Only,
-            (_, 0) => Position::First,
-            _ if rest == 1 => Position::Last,
-            _ => Position::Middle,
-        };
-        let restart = if rest == 1 {
-            Position::Only
-        } else {
-            Position::First
-        };
-        let resumed = self.read_resume == Some(p);
-        if position != continuation && !(resumed && position == restart) {
+        let Some(offset) = self.read_response_offset(&slot, p, position, payload_len) else {
             return self.fail(WcStatus::BadRespErr);
-        }
-        let offset = plan.offset_of(i);
-        let remaining = plan.len().saturating_sub(offset);
-        let expected = remaining.min(plan.mtu().bytes());
-        if payload_len != expected {
-            return self.fail(WcStatus::BadRespErr);
-        }
+        };
         self.una = p.next();
         self.progress();
         if self.una == slot.end_psn() {
@@ -1024,5 +1108,91 @@ mod tests {
         // Nothing outstanding: nothing to do.
         let mut q = sq(0);
         assert_eq!(q.go_back_now(), Action::Ignore);
+    }
+
+    #[test]
+    fn a_held_packet_is_sent_again_after_resume_and_nothing_before() {
+        let mut q = sq(10);
+        // 3 packets of 256 bytes, then a SEND.
+        post(&mut q, 1, WqeOp::Write, 768);
+        post(&mut q, 2, WqeOp::Send, 8);
+        let p1 = q.next_packet().unwrap();
+        let p2 = q.next_packet().unwrap();
+        assert!(q.hold(&p2));
+        assert!(q.is_held());
+        assert_eq!(q.next_packet(), None, "nothing while held");
+        // The ACK of what went out still counts.
+        assert_eq!(q.on_response(&ack(p1.psn.value())), Action::Progress);
+        q.resume();
+        let rest = drain(&mut q);
+        assert_eq!(rest.first(), Some(&p2));
+        let psns: Vec<u32> = rest.iter().map(|p| p.psn.value()).collect();
+        assert_eq!(psns, [11, 12, 13]);
+        assert!(rest.iter().all(|p| !p.retransmit), "held, not resent");
+    }
+
+    #[test]
+    fn placement_predicts_what_the_engine_takes() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.max_rd_atomic = 2;
+        let mut q: SendQueue<8> = SendQueue::new(cfg, Psn::new(10));
+        post(&mut q, 1, WqeOp::Write, 256);
+        post(&mut q, 2, WqeOp::Read, 512);
+        post(&mut q, 3, WqeOp::FetchAdd, 8);
+        let sent = drain(&mut q);
+        assert_eq!(sent.len(), 3);
+        // Out of order or wrong: no placement (and the engine takes none).
+        assert_eq!(q.placement(&read_resp(12, Position::Last, 256)), None);
+        assert_eq!(q.placement(&read_resp(11, Position::First, 100)), None);
+        assert_eq!(q.placement(&ack(10)), None);
+        // The READ's first response implicitly acknowledges the WRITE.
+        let r = read_resp(11, Position::First, 256);
+        assert_eq!(q.placement(&r), Some((2, 0, 256)));
+        assert_eq!(
+            q.on_response(&r),
+            Action::PlaceReadData {
+                tag: 2,
+                offset: 0,
+                len: 256
+            }
+        );
+        let r = read_resp(12, Position::Last, 256);
+        assert_eq!(q.placement(&r), Some((2, 256, 256)));
+        q.on_response(&r);
+        let r = Response {
+            psn: Psn::new(13),
+            kind: ResponseKind::AtomicAck {
+                syndrome: Syndrome::Ack { credits: 0 },
+                orig: 5,
+            },
+        };
+        assert_eq!(q.placement(&r), Some((3, 0, 8)));
+        assert_eq!(q.on_response(&r), Action::AtomicResult { tag: 3, orig: 5 });
+        assert_eq!(q.placement(&r), None, "a duplicate places nothing");
+    }
+
+    #[test]
+    fn an_unacknowledged_queue_holds_a_packet_and_its_request_waits() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.acknowledged = false;
+        let mut q: SendQueue<8> = SendQueue::new(cfg, Psn::new(0));
+        // Two packets, then a one-packet SEND.
+        post(&mut q, 1, WqeOp::Write, 512);
+        post(&mut q, 2, WqeOp::Send, 8);
+        let p0 = q.next_packet().unwrap();
+        let p1 = q.next_packet().unwrap();
+        assert!(q.hold(&p1), "the WRITE's last packet, which finished it");
+        assert!(completions(&mut q).is_empty(), "not complete while held");
+        assert_eq!(q.next_packet(), None);
+        q.resume();
+        assert_eq!(q.next_packet(), Some(p1));
+        assert_eq!(completions(&mut q), [(1, WcStatus::Success)]);
+        let p2 = q.next_packet().unwrap();
+        assert!(q.hold(&p2));
+        q.resume();
+        assert_eq!(q.next_packet(), Some(p2));
+        assert_eq!(completions(&mut q), [(2, WcStatus::Success)]);
+        assert_eq!(p0.psn.value() + 1, p1.psn.value());
+        assert_eq!(p2.psn.value(), 2);
     }
 }

@@ -193,6 +193,9 @@ pub struct SendQueueWith<S> {
     /// The QP is in the error state: nothing is sent, everything is
     /// flushed.
     pub(super) error: bool,
+    /// A packet was taken back ([`SendQueueWith::hold`]): nothing is sent
+    /// until [`SendQueueWith::resume`].
+    pub(super) held: bool,
 }
 
 impl<const N: usize> SendQueue<N> {
@@ -234,6 +237,7 @@ impl<S: SlotStore> SendQueueWith<S> {
             retrying: false,
             read_resume: None,
             error: false,
+            held: false,
         }
     }
 
@@ -338,7 +342,7 @@ impl<S: SlotStore> SendQueueWith<S> {
     /// (nothing posted, waiting for RNR, the error state, the PSN window
     /// full, the `max_rd_atomic` limit or a fence).
     pub fn next_packet(&mut self) -> Option<RequestPacket> {
-        if self.error || self.rnr_wait {
+        if self.error || self.rnr_wait || self.held {
             return None;
         }
         loop {
@@ -397,6 +401,60 @@ impl<S: SlotStore> SendQueueWith<S> {
         }
     }
 
+    /// The driver could not build `p`, the packet
+    /// [`SendQueueWith::next_packet`] just returned, because its local data
+    /// is not present (an on-demand paged region): it is taken back and
+    /// nothing is sent until [`SendQueueWith::resume`], after which
+    /// `next_packet` returns it again. On an unacknowledged (UC) queue,
+    /// which counted the packet as done when it handed it out, that is
+    /// undone too: a request whose last packet it was is no longer
+    /// complete. False (nothing changed) in the error state, or for a
+    /// packet of no request held.
+    pub fn hold(&mut self, p: &RequestPacket) -> bool {
+        if self.error {
+            return false;
+        }
+        // On UC the packet's request may be finished already (its last
+        // packet), but not yet popped: look from the first unpopped one.
+        let from = if self.cfg.acknowledged { self.done } else { 0 };
+        let Some(k) = (from..self.len).find(|&k| {
+            self.slot(k)
+                .is_some_and(|s| s.started && s.wqe.tag == p.tag)
+        }) else {
+            return false;
+        };
+        if !self.cfg.acknowledged {
+            // Nothing after it was handed out: it is the newest packet, and
+            // its request the newest finished one, if it finished.
+            self.una = p.psn;
+            if k < self.done {
+                if let Some(s) = self.slot_mut(k) {
+                    s.status = None;
+                }
+                self.done = k;
+            }
+        }
+        self.cursor = k;
+        self.cursor_psn = p.psn;
+        if !p.retransmit {
+            // It was the newest packet: everything before it went out.
+            self.sent_end = p.psn;
+        }
+        self.held = true;
+        true
+    }
+
+    /// Whether a packet is held ([`SendQueueWith::hold`]).
+    pub const fn is_held(&self) -> bool {
+        self.held
+    }
+
+    /// The page fault that held a packet is resolved: sending goes on,
+    /// with that packet.
+    pub fn resume(&mut self) {
+        self.held = false;
+    }
+
     /// The local operation whose turn it is, if any: every request posted
     /// before it has sent all its packets (and, with a fence, every earlier
     /// READ and atomic has completed), none after it has started. Returns
@@ -404,7 +462,7 @@ impl<S: SlotStore> SendQueueWith<S> {
     /// (a failure is the driver's local error: [`SendQueue::set_error`]). It
     /// completes, successfully, once everything before it has.
     pub fn take_local(&mut self) -> Option<u32> {
-        if self.error || self.rnr_wait || self.cursor >= self.len {
+        if self.error || self.rnr_wait || self.held || self.cursor >= self.len {
             return None;
         }
         let idx = self.ring(self.cursor);

@@ -249,6 +249,11 @@ pub enum Outcome {
     Atomic(u64),
     /// Failed: send this NAK and enter the error state.
     Failed(NakCode),
+    /// The memory the work needs is not present (an on-demand paged
+    /// region): nothing was done. The responder pauses
+    /// ([`Reply::Paused`]) until the driver has faulted it in and calls
+    /// [`ResponderWith::resume`]; the request is then offered again.
+    PageFault,
 }
 
 /// What to send back.
@@ -292,6 +297,13 @@ pub enum Reply {
     /// local failure): complete the receive WQE in use in error and move
     /// the QP to error; nothing is sent.
     Fatal,
+    /// The request hit a page fault ([`Outcome::PageFault`]): nothing is
+    /// sent and the request is not taken; the driver keeps it, resolves
+    /// the fault, calls [`ResponderWith::resume`] and offers it again.
+    /// Until then every request gets [`Decision::Defer`], so nothing
+    /// after it overtakes it (and the requester, seeing no NAK, neither
+    /// fails nor resends before its own timer).
+    Paused,
 }
 
 /// Result of [`Responder::receive`].
@@ -304,7 +316,8 @@ pub enum Decision {
     /// READ responses are queued ahead of this request: send them first
     /// ([`ResponderWith::next_read_response`]), then offer the request
     /// again. Only duplicate READs are taken while responses are queued,
-    /// so that no reply to a later request overtakes them.
+    /// so that no reply to a later request overtakes them. Also every
+    /// request while the responder is paused on a page fault.
     Defer,
 }
 
@@ -362,6 +375,8 @@ pub struct ResponderWith<S> {
     res_next: usize,
     /// Resources with queued READ responses.
     reads_queued: usize,
+    /// Waiting for a page fault to be resolved ([`Reply::Paused`]).
+    paused: bool,
     error: bool,
 }
 
@@ -388,6 +403,7 @@ impl<S: ResourceStore> ResponderWith<S> {
             resources: storage,
             res_next: 0,
             reads_queued: 0,
+            paused: false,
             error: false,
         }
     }
@@ -412,6 +428,20 @@ impl<S: ResourceStore> ResponderWith<S> {
         self.error = true;
     }
 
+    /// Whether the responder waits for a page fault to be resolved: no
+    /// request is taken and no READ response handed out until
+    /// [`ResponderWith::resume`].
+    pub const fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// The page fault that paused the responder is resolved: requests are
+    /// taken again (the one that faulted first, as the driver kept it) and
+    /// READ responses go on from the one that faulted.
+    pub fn resume(&mut self) {
+        self.paused = false;
+    }
+
     /// Whether a multi-packet SEND is in progress (its receive WQE is in
     /// use).
     pub const fn send_in_progress(&self) -> bool {
@@ -428,6 +458,9 @@ impl<S: ResourceStore> ResponderWith<S> {
     pub fn receive(&mut self, req: &Request, recv_ready: bool) -> Decision {
         if self.error {
             return Decision::Reply(Reply::None);
+        }
+        if self.paused {
+            return Decision::Defer;
         }
         if !self.cfg.acknowledged {
             return self.receive_unacknowledged(req, recv_ready);
@@ -479,6 +512,11 @@ impl<S: ResourceStore> ResponderWith<S> {
     pub fn commit(&mut self, work: &Work, outcome: Outcome) -> Reply {
         if self.error || work.psn != self.epsn {
             return Reply::None;
+        }
+        if outcome == Outcome::PageFault {
+            // Nothing changes: the same request executes again on resume.
+            self.paused = true;
+            return Reply::Paused;
         }
         if let Outcome::Failed(code) = outcome {
             if !self.cfg.acknowledged {

@@ -129,6 +129,9 @@ impl<S: ResourceStore> ResponderWith<S> {
     /// queued. The oldest READ goes first, so responses leave in PSN
     /// order. Data is read when the driver builds the packet.
     pub fn next_read_response(&mut self) -> Option<ReadResponsePacket> {
+        if self.paused {
+            return None;
+        }
         while self.read_responses_queued() {
             let Some(k) = self.oldest_queued() else {
                 self.reads_queued = 0;
@@ -175,6 +178,32 @@ impl<S: ResourceStore> ResponderWith<S> {
             }
         }
         None
+    }
+
+    /// The driver could not build `p`, the packet
+    /// [`ResponderWith::next_read_response`] just returned, because its
+    /// data is not present (an on-demand paged region): it is queued
+    /// again, first, and the responder pauses until
+    /// [`ResponderWith::resume`] (see [`super::Reply::Paused`]). A packet of
+    /// no queued READ (its resource replaced meanwhile) is forgotten.
+    pub fn hold_read_response(&mut self, p: &ReadResponsePacket) {
+        let found = self.resources.as_ref().iter().position(|r| {
+            r.is_some_and(|r| {
+                matches!(
+                    r.kind,
+                    ResourceKind::Read { .. } | ResourceKind::AtomicWrite
+                ) && r.first_psn.distance_to(p.psn) < r.psn_count
+            })
+        });
+        let Some(k) = found else { return };
+        let i = self
+            .resources
+            .as_ref()
+            .get(k)
+            .and_then(|r| r.as_ref())
+            .map_or(0, |r| r.first_psn.distance_to(p.psn));
+        self.queue_replay(k, i);
+        self.paused = true;
     }
 
     /// Queues the responses of the READ in `slot` from PSN offset `i` (a

@@ -625,3 +625,45 @@ fn a_resent_message_is_acknowledged_no_further_than_resent() {
     // Nothing was executed again: the next new PSN is still 104.
     assert_eq!(exec(&mut r, &req(104, O::SendOnly, 1)), acked(104, 3));
 }
+
+#[test]
+fn page_fault_pauses_until_resume_then_the_same_request_executes() {
+    let mut r = resp();
+    let q = with_reth(req(100, O::RdmaWriteOnly, 64), 0x1000, 64);
+    let Decision::Execute(w) = r.receive(&q, true) else {
+        panic!("not executed");
+    };
+    assert_eq!(r.commit(&w, Outcome::PageFault), Reply::Paused);
+    assert!(r.is_paused());
+    assert_eq!(r.epsn(), Psn::new(100), "nothing was taken");
+    // Everything waits, the faulted request and those after it alike.
+    assert_eq!(r.receive(&q, true), Decision::Defer);
+    let next = req(101, O::SendOnly, 8);
+    assert_eq!(r.receive(&next, true), Decision::Defer);
+    r.resume();
+    assert!(!r.is_paused());
+    assert!(matches!(exec(&mut r, &q), Reply::Ack { .. }));
+    assert!(matches!(exec(&mut r, &next), Reply::Ack { .. }));
+    assert_eq!(r.epsn(), Psn::new(102));
+}
+
+#[test]
+fn a_read_response_that_faults_is_held_and_sent_again_first() {
+    let mut r = resp();
+    // 4 packets of 256 bytes.
+    assert_eq!(exec(&mut r, &read_req(100, 0x1000, 1024)), Reply::Read);
+    let first = r.next_read_response().unwrap();
+    let second = r.next_read_response().unwrap();
+    r.hold_read_response(&second);
+    assert!(r.is_paused());
+    assert_eq!(r.next_read_response(), None, "nothing while paused");
+    assert!(r.read_responses_queued());
+    r.resume();
+    let rest = drain(&mut r);
+    assert_eq!(rest.first(), Some(&second));
+    let psns: Vec<u32> = core::iter::once(first)
+        .chain(rest)
+        .map(|p| p.psn.value())
+        .collect();
+    assert_eq!(psns, [100, 101, 102, 103]);
+}
