@@ -117,6 +117,10 @@ const char *sroce_ib_device_name(const struct ib_device *ibdev);
 bool sroce_odp_available(void);
 struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
 				       u64 len, int access);
+struct ib_umem_odp *sroce_umem_odp_alloc_implicit(struct ib_device *dev,
+						  int access);
+struct ib_umem_odp *sroce_umem_odp_alloc_child(struct ib_umem_odp *root,
+					       u64 addr, u64 len);
 void sroce_umem_odp_release(struct ib_umem_odp *odp);
 void sroce_umem_odp_set_private(struct ib_umem_odp *odp, void *private);
 int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,

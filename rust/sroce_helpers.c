@@ -568,6 +568,20 @@ struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
 	return ib_umem_odp_get(dev, addr, len, access, &sroce_odp_ops);
 }
 
+/* Implicit ODP: a root umem for the whole address space, no notifier. */
+struct ib_umem_odp *sroce_umem_odp_alloc_implicit(struct ib_device *dev,
+						  int access)
+{
+	return ib_umem_odp_alloc_implicit(dev, access);
+}
+
+/* A piece of an implicit umem, with a notifier of its own. */
+struct ib_umem_odp *sroce_umem_odp_alloc_child(struct ib_umem_odp *root,
+					       u64 addr, u64 len)
+{
+	return ib_umem_odp_alloc_child(root, addr, len, &sroce_odp_ops);
+}
+
 void sroce_umem_odp_release(struct ib_umem_odp *odp)
 {
 	ib_umem_odp_release(odp);
@@ -628,6 +642,18 @@ bool sroce_odp_available(void)
 
 struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
 				       u64 len, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+struct ib_umem_odp *sroce_umem_odp_alloc_implicit(struct ib_device *dev,
+						  int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+struct ib_umem_odp *sroce_umem_odp_alloc_child(struct ib_umem_odp *root,
+					       u64 addr, u64 len)
 {
 	return ERR_PTR(-EOPNOTSUPP);
 }

@@ -130,7 +130,10 @@ impl DeviceAttr {
         if self.on_demand_paging && super::mr_odp::available() {
             out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
             let odp = &mut out.odp_caps;
-            odp.general_caps = u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+            odp.general_caps = u64::from(
+                bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT
+                    | bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT,
+            );
             let send = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
             let recv = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
             let rc = send

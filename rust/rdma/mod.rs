@@ -26,6 +26,7 @@ pub(crate) mod mr;
 pub(crate) mod mr_fast;
 pub(crate) mod mr_memory;
 pub(crate) mod mr_odp;
+pub(crate) mod mr_odp_implicit;
 pub(crate) mod mr_table;
 pub(crate) mod mw;
 pub(crate) mod netdev;

@@ -23,6 +23,7 @@ use super::{
     mr_fast::{FastReg, FastRegError, Registration},
     mr_memory::{MrMemory, UserPages},
     mr_odp::OdpPages,
+    mr_odp_implicit::ImplicitOdp,
     mr_table::AccessError,
     pd::Pd,
 };
@@ -205,7 +206,7 @@ impl<T: Driver> Mr<T> {
     /// which no window binds to).
     pub(crate) fn access(&self) -> Option<Access> {
         match self.memory {
-            MrMemory::User(_) | MrMemory::OnDemand(_) => {
+            MrMemory::User(_) | MrMemory::OnDemand(_) | MrMemory::ImplicitOnDemand(_) => {
                 Some(Access::from_bits(self.access.load(Relaxed)))
             }
             _ => None,
@@ -214,7 +215,10 @@ impl<T: Driver> Mr<T> {
 
     /// Whether the region is paged on demand.
     pub(crate) fn on_demand(&self) -> bool {
-        matches!(self.memory, MrMemory::OnDemand(_))
+        matches!(
+            self.memory,
+            MrMemory::OnDemand(_) | MrMemory::ImplicitOnDemand(_)
+        )
     }
 
     /// The fast-registration state, if this is such a region.
@@ -318,11 +322,17 @@ impl<T: Driver> MrRef<T> {
     /// Process context; sleeps. `EFAULT` if the memory is not mapped.
     /// With `fault` false, only the pages present are taken in.
     pub(crate) fn fault_in(&self, iova: u64, len: u64, write: bool, fault: bool) -> Result {
-        let MrMemory::OnDemand(o) = &self.memory else {
-            return Ok(());
-        };
         let offset = self.offset_of(iova, len).ok_or(EFAULT)?;
-        o.fault_in(offset, len, write, fault)
+        match &self.memory {
+            MrMemory::OnDemand(o) => o.fault_in(offset, len, write, fault),
+            MrMemory::ImplicitOnDemand(o) => {
+                if write && !o.writable() {
+                    return Err(EACCES);
+                }
+                o.fault_in(offset, len, write, fault)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Atomic compare-and-swap of the 8-byte aligned host-order `u64` at
@@ -470,12 +480,12 @@ unsafe fn try_reg_user<T: Driver>(
     if start % PAGE_SIZE as u64 != iova % PAGE_SIZE as u64 {
         return Err(EINVAL);
     }
-    // Implicit on-demand paging (the whole address space, as `ibv_reg_mr`
-    // with NULL and SIZE_MAX asks for it) is not implemented: the device
-    // does not report `IB_ODP_SUPPORT_IMPLICIT`.
+    // Implicit on-demand paging: the whole address space, as `ibv_reg_mr`
+    // with NULL and SIZE_MAX asks for it; its iovas are addresses.
     let on_demand = Access::from_raw(access).contains(Access::ON_DEMAND);
-    if on_demand && start == 0 && length == u64::MAX {
-        return Err(EOPNOTSUPP);
+    let implicit = on_demand && start == 0 && length == u64::MAX;
+    if implicit && iova != 0 {
+        return Err(EINVAL);
     }
     // The region's addresses must not wrap (a type invariant of `Mr`; the
     // core checks `start`, not the iova a process chose).
@@ -493,6 +503,11 @@ unsafe fn try_reg_user<T: Driver>(
         access: Access::from_raw(access),
     };
     register(dev, pd, req, |_| {
+        if implicit {
+            return Ok(MrMemory::ImplicitOnDemand(ImplicitOdp::new(
+                dev, req.access,
+            )?));
+        }
         if req.access.contains(Access::ON_DEMAND) {
             return Ok(MrMemory::OnDemand(OdpPages::new(
                 dev, start, length, req.access,
@@ -607,6 +622,7 @@ unsafe fn rereg_closed<T: Driver>(
     let pinned_writable = match &this.memory {
         MrMemory::User(pages) => pages.writable(),
         MrMemory::OnDemand(pages) => pages.writable(),
+        MrMemory::ImplicitOnDemand(pages) => pages.writable(),
         _ => return EINVAL.to_ptr(),
     };
     if access.intersects(writes) && !pinned_writable {

@@ -27,6 +27,7 @@ use super::{
     device::{Device, Driver},
     mr_fast::FastReg,
     mr_odp::OdpPages,
+    mr_odp_implicit::ImplicitOdp,
     umem::{PinnedPage, Umem},
 };
 use kernel::{
@@ -42,6 +43,9 @@ pub(crate) enum MrMemory {
     /// User memory paged on demand: pages are faulted in when the data
     /// path first needs them (see [`super::mr_odp`]).
     OnDemand(Pin<KBox<OdpPages>>),
+    /// The whole address space paged on demand (implicit ODP); offsets are
+    /// addresses.
+    ImplicitOnDemand(Pin<KBox<ImplicitOdp>>),
     /// All kernel memory; iovas are kernel virtual addresses (DMA MR).
     KernelVirtual,
     /// Pages a kernel consumer maps and registers through its send queue
@@ -143,6 +147,26 @@ impl UserPages {
 }
 
 impl MrMemory {
+    /// `with_pieces` of on-demand memory, explicit or implicit.
+    fn on_demand_pieces(
+        &self,
+        offset: u64,
+        len: usize,
+        write: bool,
+        f: impl FnMut(*mut bindings::page, usize, core::ops::Range<usize>),
+    ) -> Result {
+        match self {
+            Self::OnDemand(o) => o.with_pieces(offset, len, write, f),
+            Self::ImplicitOnDemand(o) => {
+                if write && !o.writable() {
+                    return Err(EACCES);
+                }
+                o.with_pieces(offset, len, write, f)
+            }
+            _ => Err(EFAULT),
+        }
+    }
+
     /// Copies `src` to region byte `offset` (the caller checked the range).
     pub(crate) fn copy_to(&self, offset: u64, iova: u64, src: &[u8]) -> Result {
         match self {
@@ -168,16 +192,18 @@ impl MrMemory {
                     };
                 })
             }
-            Self::OnDemand(o) => o.with_pieces(offset, src.len(), true, |page, at, r| {
-                let Some(chunk) = src.get(r) else { return };
-                // SAFETY: the page is present and writable while
-                // `with_pieces` holds the table's lock;
-                // `at + chunk.len() <= PAGE_SIZE`; `chunk` is valid for
-                // reads.
-                unsafe {
-                    bindings::sroce_memcpy_to_page(page, at, chunk.as_ptr().cast(), chunk.len())
-                };
-            }),
+            Self::OnDemand(_) | Self::ImplicitOnDemand(_) => {
+                self.on_demand_pieces(offset, src.len(), true, |page, at, r| {
+                    let Some(chunk) = src.get(r) else { return };
+                    // SAFETY: the page is present and writable while
+                    // `with_pieces` holds the table's lock;
+                    // `at + chunk.len() <= PAGE_SIZE`; `chunk` is valid for
+                    // reads.
+                    unsafe {
+                        bindings::sroce_memcpy_to_page(page, at, chunk.as_ptr().cast(), chunk.len())
+                    };
+                })
+            }
             Self::KernelVirtual => {
                 let dst = kernel_ptr(iova, src.len())?;
                 // SAFETY: DMA MRs exist only for kernel consumers, whose work
@@ -213,20 +239,22 @@ impl MrMemory {
                     };
                 })
             }
-            Self::OnDemand(o) => o.with_pieces(offset, dst.len(), false, |page, at, r| {
-                let Some(chunk) = dst.get_mut(r) else { return };
-                // SAFETY: the page is present while `with_pieces` holds the
-                // table's lock; `at + chunk.len() <= PAGE_SIZE`; `chunk`
-                // is valid for writes.
-                unsafe {
-                    bindings::sroce_memcpy_from_page(
-                        chunk.as_mut_ptr().cast(),
-                        page,
-                        at,
-                        chunk.len(),
-                    )
-                };
-            }),
+            Self::OnDemand(_) | Self::ImplicitOnDemand(_) => {
+                self.on_demand_pieces(offset, dst.len(), false, |page, at, r| {
+                    let Some(chunk) = dst.get_mut(r) else { return };
+                    // SAFETY: the page is present while `with_pieces` holds the
+                    // table's lock; `at + chunk.len() <= PAGE_SIZE`; `chunk`
+                    // is valid for writes.
+                    unsafe {
+                        bindings::sroce_memcpy_from_page(
+                            chunk.as_mut_ptr().cast(),
+                            page,
+                            at,
+                            chunk.len(),
+                        )
+                    };
+                })
+            }
             Self::KernelVirtual => {
                 let src = kernel_ptr(iova, dst.len())?;
                 // SAFETY: as in `copy_to`.
@@ -306,11 +334,11 @@ impl MrMemory {
                 unsafe { bindings::sroce_kunmap_local(base) };
                 Ok(r)
             }
-            Self::OnDemand(o) => {
+            Self::OnDemand(_) | Self::ImplicitOnDemand(_) => {
                 // Aligned, so the 8 bytes are in one page.
                 let mut r = None;
                 let mut op = Some(op);
-                o.with_pieces(offset, 8, true, |page, at, _| {
+                self.on_demand_pieces(offset, 8, true, |page, at, _| {
                     let Some(op) = op.take() else { return };
                     // SAFETY: the page is present and writable while
                     // `with_pieces` holds the table's lock.

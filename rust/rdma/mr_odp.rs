@@ -30,6 +30,7 @@ use super::{
 };
 use core::ptr::NonNull;
 use kernel::{
+    alloc::flags::GFP_KERNEL_ACCOUNT,
     error::from_err_ptr,
     new_mutex,
     page::{PAGE_SHIFT, PAGE_SIZE},
@@ -64,7 +65,14 @@ pub(crate) fn available() -> bool {
 }
 
 /// Called on each invalidation that dropped pages of a region.
-type InvalidatedHook = fn(*const core::ffi::c_void);
+pub(super) type InvalidatedHook = fn(*const core::ffi::c_void);
+
+/// `access` as the core's ODP umem takes it: the core refuses
+/// ON_DEMAND|HUGETLB with huge-page granularity the table does not have,
+/// so that hint is dropped (huge pages are still used, page by page).
+pub(super) fn core_access(access: Access) -> Result<kernel::ffi::c_int> {
+    kernel::ffi::c_int::try_from(access.without(Access::HUGETLB).bits()).map_err(|_| EINVAL)
+}
 
 /// The pages of an ODP region that are faulted in.
 ///
@@ -119,28 +127,87 @@ impl OdpPages {
         length: u64,
         access: Access,
     ) -> Result<Pin<KBox<Self>>> {
-        let end = addr.checked_add(length).ok_or(EINVAL)?;
-        let mask = PAGE_SIZE as u64 - 1;
-        let start = addr & !mask;
-        let first_offset = (addr & mask) as usize;
-        let pages = end.checked_add(mask).ok_or(EINVAL)? - start;
-        let pages = usize::try_from(pages >> PAGE_SHIFT).map_err(|_| EINVAL)?;
-        let mut table = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        table.resize(pages, 0, GFP_KERNEL)?;
-        // The core refuses ON_DEMAND|HUGETLB with huge-page granularity
-        // this table does not have; huge pages are still used, page by
-        // page.
-        let access = access.without(Access::HUGETLB);
-        let access = kernel::ffi::c_int::try_from(access.bits()).map_err(|_| EINVAL)?;
+        addr.checked_add(length).ok_or(EINVAL)?;
+        let access = core_access(access)?;
         // SAFETY: a live device; the core takes `current->mm`, checks the
         // range and registers the notifier, or returns an ERR_PTR.
         let odp = from_err_ptr(unsafe {
             bindings::sroce_umem_odp_get(dev.as_raw(), addr, length, access)
         })?;
-        let odp = NonNull::new(odp).ok_or(ENOMEM)?;
-        // SAFETY: a umem just returned; `writable` is set at creation.
-        let writable = unsafe { (*odp.as_ptr()).umem.writable() != 0 };
         let hook_arg = core::ptr::from_ref(dev).cast::<core::ffi::c_void>();
+        // SAFETY: a umem just made, ours.
+        unsafe { Self::wrap(odp, addr, length, invalidated::<T>, hook_arg) }
+    }
+
+    /// The pages of `length` bytes at `addr`, a piece of the implicit
+    /// region whose root umem is `root` (see [`super::mr_odp_implicit`]),
+    /// with the root's device hook. Process context.
+    ///
+    /// # Safety
+    ///
+    /// `root` is a live implicit umem, and outlives the returned value;
+    /// `hook_arg` is a device that outlives it and `hook` its hook.
+    pub(super) unsafe fn child(
+        root: NonNull<bindings::ib_umem_odp>,
+        addr: u64,
+        length: u64,
+        hook: InvalidatedHook,
+        hook_arg: *const core::ffi::c_void,
+    ) -> Result<Pin<KBox<Self>>> {
+        // SAFETY: `root` is a live implicit umem (function contract); the
+        // core registers the child's notifier on its mm.
+        let odp = from_err_ptr(unsafe {
+            bindings::sroce_umem_odp_alloc_child(root.as_ptr(), addr, length)
+        })?;
+        // SAFETY: a umem just made, ours; the rest is the caller's.
+        unsafe { Self::wrap(odp, addr, length, hook, hook_arg) }
+    }
+
+    /// The device hook of a region on `dev`.
+    pub(super) fn hook_of<T: Driver>(
+        dev: &Device<T>,
+    ) -> (InvalidatedHook, *const core::ffi::c_void) {
+        (
+            invalidated::<T>,
+            core::ptr::from_ref(dev).cast::<core::ffi::c_void>(),
+        )
+    }
+
+    /// Wraps umem `odp` (`length` bytes at `addr`) with an empty table.
+    ///
+    /// # Safety
+    ///
+    /// `odp` is a live ODP umem (or an error pointer's NULL) that the
+    /// caller gives away; `hook_arg` is a device that outlives the value
+    /// and `hook` its hook.
+    unsafe fn wrap(
+        odp: *mut bindings::ib_umem_odp,
+        addr: u64,
+        length: u64,
+        hook: InvalidatedHook,
+        hook_arg: *const core::ffi::c_void,
+    ) -> Result<Pin<KBox<Self>>> {
+        let odp = NonNull::new(odp).ok_or(ENOMEM)?;
+        let release = |e: Error| {
+            // SAFETY: the umem was never shared; released here.
+            unsafe { bindings::sroce_umem_odp_release(odp.as_ptr()) };
+            e
+        };
+        let mask = PAGE_SIZE as u64 - 1;
+        let start = addr & !mask;
+        let first_offset = (addr & mask) as usize;
+        // The core checked that the page-aligned end does not wrap.
+        let pages = (addr + length + mask - start) >> PAGE_SHIFT;
+        let pages = usize::try_from(pages).map_err(|_| release(EINVAL))?;
+        // Charged to the process's memory cgroup: an ODP region costs no
+        // pinned memory, but its table is the process's doing.
+        let mut table =
+            KVVec::with_capacity(pages, GFP_KERNEL_ACCOUNT).map_err(|e| release(e.into()))?;
+        table
+            .resize(pages, 0, GFP_KERNEL_ACCOUNT)
+            .map_err(|e| release(e.into()))?;
+        // SAFETY: a live umem; `writable` is set at creation.
+        let writable = unsafe { (*odp.as_ptr()).umem.writable() != 0 };
         let init = try_pin_init!(Self {
             odp,
             start,
@@ -149,17 +216,10 @@ impl OdpPages {
             writable,
             table <- new_spinlock_bh!(table, "sroce::odp_table"),
             faulting <- new_mutex!((), "sroce::odp_faulting"),
-            hook: invalidated::<T>,
+            hook,
             hook_arg,
         }? Error);
-        let this = match KBox::pin_init(init, GFP_KERNEL) {
-            Ok(t) => t,
-            Err(e) => {
-                // SAFETY: the umem was never shared; release it here.
-                unsafe { bindings::sroce_umem_odp_release(odp.as_ptr()) };
-                return Err(e);
-            }
-        };
+        let this = KBox::pin_init(init, GFP_KERNEL).map_err(release)?;
         // INVARIANT: from here the notifier finds the table (an
         // invalidation before this had no entries to clear).
         // SAFETY: `odp` is live; `this` is pinned and outlives the umem

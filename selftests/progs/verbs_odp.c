@@ -10,6 +10,12 @@
  *   - registering never-touched memory succeeds and faults nothing in
  *     (mincore); implicit ODP (NULL, SIZE_MAX) is refused (errno printed)
  *     unless the device reports ODP_SUPPORT_IMPLICIT;
+ *   - implicit ODP, where reported: one MR over B's whole address space
+ *     (its iovas the addresses) takes a 1 MiB WRITE into memory mapped
+ *     after it was registered, a READ back, a FETCH_AND_ADD, a SEND into
+ *     a receive buffer under it, a 2 MiB WRITE and READ across a
+ *     128 MiB-aligned address, zeros after MADV_DONTNEED, and a WRITE to
+ *     an unmapped address fails with REM_ACCESS_ERR;
  *   - RC SEND, WRITE and READ of 8 bytes (across a page boundary), 4 KiB and
  *     1 MiB (1024 packets at path MTU 1024) into never-touched memory, a
  *     READ of never-touched memory (zeros); compare-and-swap and
@@ -644,6 +650,112 @@ static void test_advise(struct pair *p)
 out:
 	region_free(&r);
 	region_free(&s);
+}
+
+/* A fresh anonymous mapping of len bytes at want (0: anywhere), not
+ * registered: the implicit MR covers it. */
+static uint8_t *fresh(void *want, size_t len)
+{
+	void *m = mmap(want, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | (want ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Implicit ODP at B: B's memory reached through one MR over all of it. */
+static void test_implicit(struct pair *p)
+{
+	struct ibv_device_attr_ex x;
+	struct region s = { 0 }, d = { 0 }, t = { 0 };
+	struct ibv_mr *mr;
+	struct ibv_wc wc, rwc;
+	const size_t len = MiB, big = 2 * MiB, off = aligned ? 0 : 100;
+	/* 1 MiB below a 128 MiB boundary, in the far range (see far_next). */
+	void *across_at = (void *)(0x500000000000UL - MiB);
+	uint8_t *buf = NULL, *across = NULL, *want = pattern(big);
+	uint64_t rid, one = 0;
+	int r, rr;
+
+	memset(&x, 0, sizeof(x));
+	ibv_query_device_ex(B.ctx, NULL, &x);
+	if (!(x.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT)) {
+		printf("     (implicit ODP not reported: not tested)\n");
+		free(want);
+		return;
+	}
+	mr = ibv_reg_mr(B.pd, NULL, SIZE_MAX, ODP_ACCESS);
+	CHECK(mr != NULL, "implicit ODP MR over B's address space%s", why(!mr));
+	if (!mr)
+		goto out;
+	/* Registered before the memory it reaches exists. */
+	buf = fresh(NULL, span(off, len));
+	across = fresh(across_at, big + page);
+	if (!buf || !across || region_new(&A, &s, span(0, big), 0) ||
+	    region_new(&A, &d, span(0, big), 0)) {
+		CHECK(0, "memory for the implicit MR's tests%s", why(1));
+		goto out;
+	}
+	/* Regions over B's memory under the implicit MR's keys. */
+	t = (struct region){ .buf = buf, .len = span(off, len), .mr = mr };
+	memcpy(s.buf, want, len);
+	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, len, (uintptr_t)buf + off, mr->rkey, 0, 0, &wc);
+	CHECK(r == IBV_WC_SUCCESS && holds(&t, off, want, len),
+	      "implicit MR: a 1 MiB WRITE into memory mapped after it was registered: %s, %s",
+	      st(r), r == IBV_WC_SUCCESS ? diff_msg : "-");
+	r = r == IBV_WC_SUCCESS ? a_op(p, IBV_WR_RDMA_READ, &d, 0, len, (uintptr_t)buf + off,
+				       mr->rkey, 0, 0, &wc) : -1;
+	CHECK(r == IBV_WC_SUCCESS && bytes_are(d.buf, want, len, 0),
+	      "implicit MR: READ of it back: %s, %s", st(r), r == IBV_WC_SUCCESS ? diff_msg : "-");
+	/* The mapping's last word, never touched. */
+	r = a_op(p, IBV_WR_ATOMIC_FETCH_AND_ADD, &d, 0, 8, (uintptr_t)buf + span(off, len) - 8,
+		 mr->rkey, 5, 0, &wc);
+	memcpy(&one, d.buf, 8);
+	CHECK(r == IBV_WC_SUCCESS && one == 0, "implicit MR: FETCH_AND_ADD on a fresh word: %s, %" PRIu64,
+	      st(r), one);
+	/* A SEND into a receive buffer under the implicit MR's lkey. */
+	memset(buf, 0, span(off, len));
+	rid = post_recv(p->b, NULL, &t, off, 4096);
+	memcpy(s.buf, want + 4096, 4096);
+	r = a_op(p, IBV_WR_SEND, &s, 0, 4096, 0, 0, 0, 0, &wc);
+	rr = r == IBV_WC_SUCCESS ? wait_wc(B.rcq, rid, &rwc) : -2;
+	CHECK(r == IBV_WC_SUCCESS && rr == IBV_WC_SUCCESS && bytes_are(buf + off, want + 4096, 4096, off),
+	      "implicit MR: a SEND into a receive buffer under its lkey: %s, %s, %s", st(r), st(rr),
+	      diff_msg);
+	/* Across two 128 MiB chunks. */
+	memcpy(s.buf, want, big);
+	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, big, (uintptr_t)across, mr->rkey, 0, 0, &wc);
+	CHECK(r == IBV_WC_SUCCESS && bytes_are(across, want, big, 0),
+	      "implicit MR: a 2 MiB WRITE across a 128 MiB-aligned address: %s, %s", st(r), diff_msg);
+	memset(d.buf, 0, big);
+	r = a_op(p, IBV_WR_RDMA_READ, &d, 0, big, (uintptr_t)across, mr->rkey, 0, 0, &wc);
+	CHECK(r == IBV_WC_SUCCESS && bytes_are(d.buf, want, big, 0),
+	      "implicit MR: and READ back: %s, %s", st(r), diff_msg);
+	/* Dropped pages read as zeros. */
+	madvise(across, big, MADV_DONTNEED);
+	memset(d.buf, 0xee, big);
+	r = a_op(p, IBV_WR_RDMA_READ, &d, 0, big, (uintptr_t)across, mr->rkey, 0, 0, &wc);
+	CHECK(r == IBV_WC_SUCCESS && bytes_are(d.buf, NULL, big, 0),
+	      "implicit MR: after MADV_DONTNEED a READ returns zeros: %s, %s", st(r), diff_msg);
+	/* An address with nothing mapped. */
+	munmap(across, big + page);
+	across = NULL;
+	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, 4096, (uintptr_t)across_at, mr->rkey, 0, 0, &wc);
+	CHECK(r > IBV_WC_SUCCESS, "implicit MR: a WRITE to an unmapped address fails: %s", st(r));
+	CHECK_SROCE(r == IBV_WC_REM_ACCESS_ERR, "implicit MR: it completes with %s: %s",
+		    ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), st(r));
+	if (r != IBV_WC_SUCCESS)
+		renew(p, "fresh QPs after it");
+	moved_pages += (3 * len + 3 * big) / page;
+out:
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0, "the implicit MR deregisters");
+	if (buf)
+		munmap(buf, span(off, len));
+	if (across)
+		munmap(across, big + page);
+	region_free(&s);
+	region_free(&d);
+	free(want);
 }
 
 /* RC SEND of len bytes from A's ODP memory into B's never-touched receive
@@ -1498,6 +1610,7 @@ int main(int argc, char **argv)
 	}
 	test_atomics(&p);
 	test_advise(&p);
+	test_implicit(&p);
 	test_dontneed(&p);
 	test_remap(&p);
 	test_local(&p);
