@@ -122,9 +122,11 @@ struct ib_umem_odp *sroce_umem_odp_alloc_implicit(struct ib_device *dev,
 struct ib_umem_odp *sroce_umem_odp_alloc_child(struct ib_umem_odp *root,
 					       u64 addr, u64 len);
 void sroce_umem_odp_release(struct ib_umem_odp *odp);
+void sroce_umem_odp_release_implicit(struct ib_umem_odp *odp);
 void sroce_umem_odp_set_private(struct ib_umem_odp *odp, void *private);
 int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 				  bool write, bool fault);
+void sroce_umem_odp_lock(struct ib_umem_odp *odp);
 void sroce_umem_odp_unlock(struct ib_umem_odp *odp);
 struct page *sroce_umem_odp_page(struct ib_umem_odp *odp, u64 index,
 				 bool *writable);

@@ -569,10 +569,29 @@ struct ib_umem_odp *sroce_umem_odp_get(struct ib_device *dev, u64 addr,
 }
 
 /* Implicit ODP: a root umem for the whole address space, no notifier. */
+/*
+ * Implicit ODP: a root umem for the whole address space, no notifier. The
+ * core keeps its mm without a reference until a child registers a
+ * notifier; sroce holds one for the root's life, so that a child made
+ * after the process exited finds the mm_struct (and no users) rather than
+ * freed memory.
+ */
 struct ib_umem_odp *sroce_umem_odp_alloc_implicit(struct ib_device *dev,
 						  int access)
 {
-	return ib_umem_odp_alloc_implicit(dev, access);
+	struct ib_umem_odp *odp = ib_umem_odp_alloc_implicit(dev, access);
+
+	if (!IS_ERR(odp))
+		mmgrab(odp->umem.owning_mm);
+	return odp;
+}
+
+void sroce_umem_odp_release_implicit(struct ib_umem_odp *odp)
+{
+	struct mm_struct *mm = odp->umem.owning_mm;
+
+	ib_umem_odp_release(odp);
+	mmdrop(mm);
 }
 
 /* A piece of an implicit umem, with a notifier of its own. */
@@ -605,6 +624,11 @@ int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 	int r = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, fault);
 
 	return r < 0 ? r : 0;
+}
+
+void sroce_umem_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
 }
 
 void sroce_umem_odp_unlock(struct ib_umem_odp *odp)
@@ -667,7 +691,9 @@ int sroce_umem_odp_fault_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 	return -EOPNOTSUPP;
 }
 
+void sroce_umem_odp_lock(struct ib_umem_odp *odp) {}
 void sroce_umem_odp_unlock(struct ib_umem_odp *odp) {}
+void sroce_umem_odp_release_implicit(struct ib_umem_odp *odp) {}
 
 struct page *sroce_umem_odp_page(struct ib_umem_odp *odp, u64 index,
 				 bool *writable)

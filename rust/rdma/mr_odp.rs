@@ -337,13 +337,10 @@ impl OdpPages {
             let p = unsafe { bindings::sroce_umem_odp_page(self.odp.as_ptr(), i, &mut w) };
             if let Some(e) = table.get_mut(i as usize) {
                 // The same page still entered keeps what the device did to
-                // it; another (which an invalidation would have cleared
-                // first) is released as it goes.
+                // it. Another cannot be (an invalidation clears the entry
+                // before its page goes).
                 let same = !p.is_null() && *e & !FLAGS == p as usize;
                 let written = *e & WRITTEN;
-                if !same {
-                    release(core::slice::from_mut(e));
-                }
                 // INVARIANT: the page stays until the notifier, which
                 // needs the umem mutex we hold and then this lock, clears
                 // the entry.
@@ -367,32 +364,50 @@ impl OdpPages {
         let page = PAGE_SIZE as u64;
         let from = (start.saturating_sub(self.start) / page) as usize;
         let to = (end.saturating_sub(self.start).div_ceil(page)) as usize;
-        let mut table = self.table.lock();
-        let to = to.min(table.len());
-        let dropped = table.get_mut(from..to).is_some_and(release);
-        drop(table);
-        if dropped {
+        if self.release(from..to) {
             (self.hook)(self.hook_arg);
         }
     }
-}
 
-/// Clears `entries`, marking the folios the device wrote to dirty; whether
-/// any page was entered.
-fn release(entries: &mut [usize]) -> bool {
-    let mut any = false;
-    for e in entries {
-        if *e & WRITTEN != 0 {
-            // SAFETY: an entry's page stays valid until the entry is
-            // cleared (type invariant of `OdpPages`), which is below.
-            // Marking a folio dirty takes no sleeping lock (the kernel
-            // does it under page table locks too).
-            unsafe { bindings::sroce_odp_page_written((*e & !FLAGS) as *mut bindings::page) };
+    /// Clears the entries `range`, then marks the folios the device wrote
+    /// to dirty; whether any page was entered. The umem mutex must be held:
+    /// it keeps the pages of the entries cleared here valid (no
+    /// invalidation can finish, no fault refill) until they are marked,
+    /// which happens outside the table's lock (marking a file's folio
+    /// dirty takes locks the receive softirq must not wait behind).
+    fn release(&self, range: core::ops::Range<usize>) -> bool {
+        /// Pages marked per round of the lock.
+        const BATCH: usize = 32;
+        let mut any = false;
+        let mut at = range.start;
+        while at < range.end {
+            let mut written = [core::ptr::null_mut::<bindings::page>(); BATCH];
+            let mut n = 0;
+            let mut table = self.table.lock();
+            let end = range.end.min(table.len());
+            while at < end && n < BATCH {
+                if let Some(e) = table.get_mut(at) {
+                    if *e & WRITTEN != 0 {
+                        written[n] = (*e & !FLAGS) as *mut bindings::page;
+                        n += 1;
+                    }
+                    any |= *e != 0;
+                    *e = 0;
+                }
+                at += 1;
+            }
+            if at >= end {
+                at = range.end;
+            }
+            drop(table);
+            for &p in &written[..n] {
+                // SAFETY: the page was entered until just now and the umem
+                // mutex (held, function contract) keeps it valid.
+                unsafe { bindings::sroce_odp_page_written(p) };
+            }
         }
-        any |= *e != 0;
-        *e = 0;
+        any
     }
-    any
 }
 
 /// [`Driver::odp_invalidated`] for a device given as an untyped pointer.
@@ -408,7 +423,11 @@ impl PinnedDrop for OdpPages {
     fn drop(self: Pin<&mut Self>) {
         // The pages the device wrote to are dirty; the core's release
         // would drop them without saying so.
-        release(&mut self.table.lock());
+        // SAFETY: a live umem (type invariant); process context.
+        unsafe { bindings::sroce_umem_odp_lock(self.odp.as_ptr()) };
+        self.release(0..usize::MAX);
+        // SAFETY: taken just above.
+        unsafe { bindings::sroce_umem_odp_unlock(self.odp.as_ptr()) };
         // SAFETY: we own the umem (type invariant). Releasing it removes
         // the notifier (waiting for a running invalidation), so nothing
         // reaches `self` afterwards. Process context: regions are dropped

@@ -7,8 +7,8 @@
 //! The core's implicit umem is only a root: it watches nothing. The
 //! region's pages are kept in chunks of [`CHUNK`] bytes, each a child umem
 //! of the root (with a notifier of its own) and an [`OdpPages`] table,
-//! made at the first fault in it (process context) and kept until the
-//! region goes. The data path finds a chunk under a bottom-half lock, then
+//! made by the first fault in it that succeeds (process context: where the
+//! process has memory) and kept until the region goes. The data path finds a chunk under a bottom-half lock, then
 //! accesses it as an explicit region's pages; a chunk not made yet reads as
 //! [`NOT_PRESENT`]. An access across two chunks may be done in part when
 //! it stops on the second: doing it again is harmless (the data path
@@ -54,7 +54,7 @@ pub(crate) struct ImplicitOdp {
     hook: InvalidatedHook,
     hook_arg: *const core::ffi::c_void,
     #[pin]
-    chunks: SpinLockBh<KVec<Chunk>>,
+    chunks: SpinLockBh<KVVec<Chunk>>,
     /// Serialises making chunks.
     #[pin]
     growing: Mutex<()>,
@@ -85,12 +85,12 @@ impl ImplicitOdp {
             writable,
             hook,
             hook_arg,
-            chunks <- new_spinlock_bh!(KVec::new(), "sroce::odp_chunks"),
+            chunks <- new_spinlock_bh!(KVVec::new(), "sroce::odp_chunks"),
             growing <- new_mutex!((), "sroce::odp_growing"),
         }? Error);
         KBox::pin_init(init, GFP_KERNEL).inspect_err(|_| {
             // SAFETY: the root was never shared; released here.
-            unsafe { bindings::sroce_umem_odp_release(root.as_ptr()) };
+            unsafe { bindings::sroce_umem_odp_release_implicit(root.as_ptr()) };
         })
     }
 
@@ -110,16 +110,23 @@ impl ImplicitOdp {
         Some(unsafe { &*pages })
     }
 
-    /// The chunk with `index`, made if it was not. Process context.
-    fn chunk_or_make(&self, index: u64) -> Result<&OdpPages> {
-        let _growing = self.growing.lock();
+    /// Makes chunk `index` if `first`, its first fault, succeeds on it, so
+    /// that chunks exist only where the process has memory (an access to
+    /// an address it has nothing at fails without leaving one behind), or
+    /// runs `first` on the chunk if another fault made it meanwhile.
+    /// Process context.
+    fn make_chunk(&self, index: u64, first: impl FnOnce(&OdpPages) -> Result) -> Result {
+        let growing = self.growing.lock();
         if let Some(c) = self.chunk(index) {
-            return Ok(c);
+            drop(growing);
+            return first(c);
         }
         let addr = index.checked_mul(CHUNK).ok_or(EFAULT)?;
         // SAFETY: the root is live and outlives its chunks (type
         // invariant); the hook is the region's device's.
         let pages = unsafe { OdpPages::child(self.root, addr, CHUNK, self.hook, self.hook_arg)? };
+        // A failure drops the child here, in process context.
+        first(&pages)?;
         // Room first, outside the lock the data path takes: a new list
         // with the old entries moved over (their boxes stay put).
         let (len, cap) = {
@@ -127,7 +134,7 @@ impl ImplicitOdp {
             (c.len(), c.capacity())
         };
         let mut grown = if len == cap {
-            Some(KVec::with_capacity(cap * 2 + 4, GFP_KERNEL_ACCOUNT)?)
+            Some(KVVec::with_capacity(cap * 2 + 4, GFP_KERNEL_ACCOUNT)?)
         } else {
             None
         };
@@ -153,17 +160,14 @@ impl ImplicitOdp {
         let refused = chunks
             .insert_within_capacity(at, Chunk { index, pages })
             .err();
-        if refused.is_some() {
-            drop(chunks);
-            drop(refused);
-            return Err(ENOMEM);
-        }
-        let made: *const OdpPages = &*chunks.get(at).ok_or(EINVAL)?.pages;
         drop(chunks);
         // The old, empty list is freed outside the lock.
         drop(grown);
-        // SAFETY: as in `chunk`.
-        Ok(unsafe { &*made })
+        drop(growing);
+        match refused {
+            Some(_) => Err(ENOMEM),
+            None => Ok(()),
+        }
     }
 
     /// Calls `f(page, offset in page, range of the caller's buffer)` for
@@ -202,8 +206,11 @@ impl ImplicitOdp {
             let index = at >> CHUNK_SHIFT;
             let in_chunk = at & (CHUNK - 1);
             let n = (CHUNK - in_chunk).min(end - at);
-            self.chunk_or_make(index)?
-                .fault_in(in_chunk, n, write, fault)?;
+            let fault_chunk = |c: &OdpPages| c.fault_in(in_chunk, n, write, fault);
+            match self.chunk(index) {
+                Some(c) => fault_chunk(c)?,
+                None => self.make_chunk(index, fault_chunk)?,
+            }
             at += n;
         }
         Ok(())
@@ -218,6 +225,6 @@ impl PinnedDrop for ImplicitOdp {
         drop(chunks);
         // SAFETY: we own the root (type invariant) and its children are
         // gone. Process context, as for every region.
-        unsafe { bindings::sroce_umem_odp_release(self.root.as_ptr()) };
+        unsafe { bindings::sroce_umem_odp_release_implicit(self.root.as_ptr()) };
     }
 }

@@ -13,9 +13,10 @@
  *   - implicit ODP, where reported: one MR over B's whole address space
  *     (its iovas the addresses) takes a 1 MiB WRITE into memory mapped
  *     after it was registered, a READ back, a FETCH_AND_ADD, a SEND into
- *     a receive buffer under it, a 2 MiB WRITE and READ across a
- *     128 MiB-aligned address, zeros after MADV_DONTNEED, and a WRITE to
- *     an unmapped address fails with REM_ACCESS_ERR;
+ *     a receive buffer under it, a 2 MiB WRITE and READ across a chunk
+ *     boundary (packets straddling it), zeros after MADV_DONTNEED, and
+ *     WRITEs to addresses unmapped or never mapped fail with
+ *     REM_ACCESS_ERR;
  *   - RC SEND, WRITE and READ of 8 bytes (across a page boundary), 4 KiB and
  *     1 MiB (1024 packets at path MTU 1024) into never-touched memory, a
  *     READ of never-touched memory (zeros); compare-and-swap and
@@ -33,7 +34,8 @@
  *     READ; one page dropped from a huge page (a split) then reads as zeros
  *     and takes a WRITE (a note, and skipped, without THP);
  *   - ibv_advise_mr: PREFETCH_WRITE (waited for) makes never-touched pages
- *     resident (mincore) and a WRITE then lands; PREFETCH and
+ *     resident (mincore) and a WRITE then lands without a page fault at B
+ *     (sroce's odp_page_faults); PREFETCH and
  *     PREFETCH_NO_FAULT are accepted; PREFETCH_WRITE on an ODP MR without
  *     write rights is EPERM (rxe: EINVAL, a note); for sroce only, EINVAL
  *     for a pinned MR or a range outside the MR (rxe would take a pinned
@@ -122,6 +124,8 @@ static uint64_t wrid;
 static unsigned int seed = 4242;
 /* Pages that went through ODP memory: each transfer's length, once. */
 static long moved_pages;
+/* B's device name (for its counters). */
+static const char *dev_b;
 /* sroce's pinned_pages and nr_foll_pin_acquired at the start (-1: none). */
 static long pinned0;
 static long long acquired0;
@@ -561,6 +565,23 @@ static void test_register(void)
 		ibv_dereg_mr(mr);
 }
 
+/* A port counter of dev, or -1 (rxe has no ODP counters). */
+static long long hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 /*
  * libibverbs' uverbs command for ibv_advise_mr, which providers call; the
  * rxe provider of rdma-core 44 does not, so ibv_advise_mr is EOPNOTSUPP
@@ -593,6 +614,7 @@ static void test_advise(struct pair *p)
 	unsigned char vec[64];
 	uint8_t *want;
 	struct ibv_mr *ro, *pinned;
+	long long faults;
 	int i, resident = 0, ret;
 
 	if (region_new(&B, &r, 64 * page, 0) || region_new(&A, &s, 64 * page, 0))
@@ -612,14 +634,22 @@ static void test_advise(struct pair *p)
 	CHECK(ret == 0, "ibv_advise_mr PREFETCH_NO_FAULT: %s", strerror(ret));
 	want = pattern(16 * page);
 	memcpy(s.buf, want, 16 * page);
-	moved_pages += 16;
+	/* The source prefetched too (A and B may be one device): no fault. */
+	sge = (struct ibv_sge){ .addr = at(&s, 0), .length = 16 * page, .lkey = s.mr->lkey };
+	ret = advise(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &sge);
+	CHECK(ret == 0, "ibv_advise_mr PREFETCH of the WRITE's source at A: %s", strerror(ret));
+	faults = hw_counter(dev_b, "odp_page_faults");
 	CHECK(write_to(p, &s, &r, 0, 16 * page) == IBV_WC_SUCCESS && holds(&r, 0, want, 16 * page),
 	      "a 16-page WRITE into the prefetched memory lands");
+	if (faults >= 0)
+		CHECK(hw_counter(dev_b, "odp_page_faults") == faults,
+		      "and B took no page fault for it (odp_page_faults %lld, then %lld)", faults,
+		      hw_counter(dev_b, "odp_page_faults"));
 	free(want);
 
 	ro = ibv_reg_mr(B.pd, r.buf, 64 * page, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ);
 	if (ro) {
-		sge.lkey = ro->lkey;
+		sge = (struct ibv_sge){ .addr = at(&r, 0), .length = 64 * page, .lkey = ro->lkey };
 		ret = advise(B.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH,
 			     &sge);
 		/* rxe looks the MR up for local write first: EINVAL. */
@@ -670,8 +700,10 @@ static void test_implicit(struct pair *p)
 	struct ibv_mr *mr;
 	struct ibv_wc wc, rwc;
 	const size_t len = MiB, big = 2 * MiB, off = aligned ? 0 : 100;
-	/* 1 MiB below a 128 MiB boundary, in the far range (see far_next). */
+	/* 1 MiB below a 2 MiB chunk's boundary (and a 128 MiB one), in the
+	 * far range (see far_next); and an address nothing is ever mapped at. */
 	void *across_at = (void *)(0x500000000000UL - MiB);
+	const uintptr_t nowhere = 0x500000000000UL + 64 * MiB;
 	uint8_t *buf = NULL, *across = NULL, *want = pattern(big);
 	uint64_t rid, one = 0;
 	int r, rr;
@@ -710,8 +742,9 @@ static void test_implicit(struct pair *p)
 	r = a_op(p, IBV_WR_ATOMIC_FETCH_AND_ADD, &d, 0, 8, (uintptr_t)buf + span(off, len) - 8,
 		 mr->rkey, 5, 0, &wc);
 	memcpy(&one, d.buf, 8);
-	CHECK(r == IBV_WC_SUCCESS && one == 0, "implicit MR: FETCH_AND_ADD on a fresh word: %s, %" PRIu64,
-	      st(r), one);
+	CHECK(r == IBV_WC_SUCCESS && one == 0 && *(uint64_t *)(buf + span(off, len) - 8) == 5,
+	      "implicit MR: FETCH_AND_ADD on a fresh word: %s, found %" PRIu64 ", left %" PRIu64,
+	      st(r), one, *(uint64_t *)(buf + span(off, len) - 8));
 	/* A SEND into a receive buffer under the implicit MR's lkey. */
 	memset(buf, 0, span(off, len));
 	rid = post_recv(p->b, NULL, &t, off, 4096);
@@ -721,13 +754,14 @@ static void test_implicit(struct pair *p)
 	CHECK(r == IBV_WC_SUCCESS && rr == IBV_WC_SUCCESS && bytes_are(buf + off, want + 4096, 4096, off),
 	      "implicit MR: a SEND into a receive buffer under its lkey: %s, %s, %s", st(r), st(rr),
 	      diff_msg);
-	/* Across two 128 MiB chunks. */
+	/* Across two chunks (at an offset, packets straddle the boundary). */
 	memcpy(s.buf, want, big);
-	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, big, (uintptr_t)across, mr->rkey, 0, 0, &wc);
-	CHECK(r == IBV_WC_SUCCESS && bytes_are(across, want, big, 0),
-	      "implicit MR: a 2 MiB WRITE across a 128 MiB-aligned address: %s, %s", st(r), diff_msg);
+	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, big, (uintptr_t)across + off, mr->rkey, 0, 0, &wc);
+	CHECK(r == IBV_WC_SUCCESS && bytes_are(across, NULL, off, 0) &&
+	      bytes_are(across + off, want, big, off),
+	      "implicit MR: a 2 MiB WRITE across a chunk boundary: %s, %s", st(r), diff_msg);
 	memset(d.buf, 0, big);
-	r = a_op(p, IBV_WR_RDMA_READ, &d, 0, big, (uintptr_t)across, mr->rkey, 0, 0, &wc);
+	r = a_op(p, IBV_WR_RDMA_READ, &d, 0, big, (uintptr_t)across + off, mr->rkey, 0, 0, &wc);
 	CHECK(r == IBV_WC_SUCCESS && bytes_are(d.buf, want, big, 0),
 	      "implicit MR: and READ back: %s, %s", st(r), diff_msg);
 	/* Dropped pages read as zeros. */
@@ -736,7 +770,7 @@ static void test_implicit(struct pair *p)
 	r = a_op(p, IBV_WR_RDMA_READ, &d, 0, big, (uintptr_t)across, mr->rkey, 0, 0, &wc);
 	CHECK(r == IBV_WC_SUCCESS && bytes_are(d.buf, NULL, big, 0),
 	      "implicit MR: after MADV_DONTNEED a READ returns zeros: %s, %s", st(r), diff_msg);
-	/* An address with nothing mapped. */
+	/* Addresses with nothing mapped: one that had memory, one never. */
 	munmap(across, big + page);
 	across = NULL;
 	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, 4096, (uintptr_t)across_at, mr->rkey, 0, 0, &wc);
@@ -745,7 +779,12 @@ static void test_implicit(struct pair *p)
 		    ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), st(r));
 	if (r != IBV_WC_SUCCESS)
 		renew(p, "fresh QPs after it");
-	moved_pages += (3 * len + 3 * big) / page;
+	r = a_op(p, IBV_WR_RDMA_WRITE, &s, 0, 4096, nowhere, mr->rkey, 0, 0, &wc);
+	CHECK_SROCE(r == IBV_WC_REM_ACCESS_ERR,
+		    "implicit MR: a WRITE where nothing was ever mapped completes with %s: %s",
+		    ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), st(r));
+	if (r != IBV_WC_SUCCESS)
+		renew(p, "fresh QPs after it");
 out:
 	if (mr)
 		CHECK(ibv_dereg_mr(mr) == 0, "the implicit MR deregisters");
@@ -1581,6 +1620,7 @@ int main(int argc, char **argv)
 		path_mtu = IBV_MTU_4096;
 	pinned0 = sroce_pinned();
 	acquired0 = pins_acquired();
+	dev_b = argv[3];
 	if (open_side(&A, argv[1], atoi(argv[2])) || open_side(&B, argv[3], atoi(argv[4]))) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		return 1;

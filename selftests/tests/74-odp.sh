@@ -2,7 +2,9 @@
 # On-demand paging (IBV_ACCESS_ON_DEMAND) through stock rdma-core, by the
 # verbs_odp program: ibv_devinfo -v and ibv_query_device_ex report
 # ODP_SUPPORT, SEND, RECV, WRITE, READ, ATOMIC and SRQ for RC, SEND and RECV
-# for UD; implicit ODP is refused; RC SEND, WRITE, READ and both atomics,
+# for UD; implicit ODP works where reported (sroce: whole address space,
+# memory mapped after registration, chunk boundaries) and is refused where
+# not (rxe); ibv_advise_mr prefetches; RC SEND, WRITE, READ and both atomics,
 # SRQ receives and UD SENDs into ODP memory that was never touched (8 B,
 # 4 KiB, 1 MiB at path MTU 1024), into memory dropped with MADV_DONTNEED or
 # unmapped and mapped again at the same address between operations (the new
