@@ -92,11 +92,11 @@ pub(crate) fn run(qp: &Qp<SroceDevice>, inner: &mut QpInner, shared: &Arc<QpShar
         }
         pkt.consume();
     }
-    shared.keep_backlog(batch);
+    let queued = shared.keep_backlog(batch);
     let more = inner.attrs.state == QpState::Rts && send(qp, inner);
     // A page fault this pass stopped on is resolved by the work item;
     // packets that arrived behind a held one are taken next.
-    if more || inner.faults.any() || shared.has_queued() {
+    if more || inner.faults.any() || queued {
         shared.schedule();
     }
 }

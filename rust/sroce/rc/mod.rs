@@ -301,34 +301,39 @@ impl QpShared {
         batch
     }
 
-    /// Whether packets are queued for the next batch (those that arrived
-    /// while a pass worked on an unfinished batch: its scheduling of the
-    /// work item may have found it queued already, so a pass that
-    /// finishes such a batch must look).
-    pub(crate) fn has_queued(&self) -> bool {
-        !self.rx.lock().packets.is_empty()
-    }
-
     /// Gives back a batch from [`QpShared::take_backlog_or_batch`]: what
     /// is left is taken first next time; an empty one is the next spare.
-    pub(crate) fn keep_backlog(&self, batch: KVVec<RxPacket>) {
+    /// Whether packets are queued behind an emptied batch: those that
+    /// arrived while a pass worked on a backlog found the work item
+    /// scheduled already, so the pass that finishes it must schedule it
+    /// again for them.
+    pub(crate) fn keep_backlog(&self, batch: KVVec<RxPacket>) -> bool {
         if batch.is_empty() {
-            self.return_batch(batch);
+            self.give_back(batch)
         } else {
             self.rx.lock().backlog = batch;
+            false
         }
     }
 
     /// Returns a batch's vector, emptied (packets are dropped outside the
     /// IRQ-disabling lock), as the next spare.
-    pub(crate) fn return_batch(&self, mut batch: KVVec<RxPacket>) {
+    pub(crate) fn return_batch(&self, batch: KVVec<RxPacket>) {
+        let _ = self.give_back(batch);
+    }
+
+    /// [`QpShared::return_batch`]; whether packets are queued meanwhile
+    /// (looked at under the same lock).
+    fn give_back(&self, mut batch: KVVec<RxPacket>) -> bool {
         batch.clear();
         let mut q = self.rx.lock();
+        let queued = !q.packets.is_empty();
         if q.spare.capacity() < batch.capacity() {
             q.spare = batch;
-            return;
+            return queued;
         }
         drop(q);
+        queued
     }
 }
 
@@ -740,8 +745,8 @@ fn receive_batch(
     }
     send_read_responses(qp, inner, &mut budget);
     let more = !batch.is_empty() || reads_queued(inner);
-    shared.keep_backlog(batch);
-    more || shared.has_queued()
+    let queued = shared.keep_backlog(batch);
+    more || queued
 }
 
 /// Whether WQEs wait in the send ring while the send queue has room for
