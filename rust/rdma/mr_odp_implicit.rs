@@ -209,6 +209,11 @@ impl ImplicitOdp {
             let fault_chunk = |c: &OdpPages| c.fault_in(in_chunk, n, write, fault);
             match self.chunk(index) {
                 Some(c) => fault_chunk(c)?,
+                // A lookup that faults nothing (`PREFETCH_NO_FAULT`) makes
+                // no chunk: it would cost the process nothing, so a range
+                // of untouched address space would make the kernel keep
+                // tables for all of it.
+                None if !fault => {}
                 None => self.make_chunk(index, fault_chunk)?,
             }
             at += n;
