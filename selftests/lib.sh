@@ -23,7 +23,7 @@
 set -euo pipefail
 # A command that fails outside a condition ends the test (set -e): say
 # which, so such an exit is never silent.
-trap 'printf "# command failed (status %s) at %s:%s: %s\n" "$?" "${BASH_SOURCE[0]##*/}" "$LINENO" "$BASH_COMMAND"' ERR
+trap '_err_rc=$? _err_src=${BASH_SOURCE[0]:-script}; printf "# command failed (status %s) at %s:%s: %s\n" "$_err_rc" "${_err_src##*/}" "$LINENO" "$BASH_COMMAND"' ERR
 
 SELFTESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SROCE_KO=${SROCE_KO:-$(cd "$SELFTESTS_DIR/.." && pwd)/sroce.ko}

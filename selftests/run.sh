@@ -76,20 +76,12 @@ else
 	trap 'rm -rf "$tmp"' EXIT
 fi
 
-# The tests' own verbs programs (selftests/progs/*.c), built on the host
-# against its rdma-core; the guest runs them from the shared filesystem.
+# The tests' programs and the control tool, built on the host; the guest
+# runs them from the shared filesystem.
 bin=$tmp/bin
-mkdir -p "$bin"
-for src in "$here"/progs/*.c; do
-	[[ -e $src ]] || continue
-	gcc -O2 -Wall -Werror -I"$here/progs" -o "$bin/$(basename "${src%.c}")" "$src" -libverbs ||
-		summary_fail "setup: cannot build $src"
-done
-
-# The control tool (tools/sroce-cli), built on the host like the programs.
-(cd "$repo" && cargo build --locked -q -p sroce --bin sroce) ||
-	summary_fail "setup: cannot build the sroce tool (cargo build -p sroce)"
-cp "${CARGO_TARGET_DIR:-$repo/target}/debug/sroce" "$bin/sroce" || summary_fail "setup: no sroce tool binary"
+# shellcheck source=host-bin.sh
+. "$here/host-bin.sh"
+why=$(build_test_bin "$bin") || summary_fail "setup: $why"
 
 # `make install` (the kernel's modules_install and depmod) into a staging
 # root: 10-load-unload loads sroce from there the way an installed module

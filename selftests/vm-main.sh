@@ -19,83 +19,23 @@ export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 results=${SROCE_RESULTS:?SROCE_RESULTS must name the results directory}
 default_timeout=${SROCE_TEST_TIMEOUT:-120}
+# The tests: the single-VM ones, or a cluster's (cluster-node.sh sets it).
+tests_dir=${SROCE_TESTS_DIR:-$here/tests}
 mkdir -p "$results"
 : >"$results/results"
 rm -f "$results/done" "$results/current"
 
-# Kernel log lines that fail the test during which they appear.
-bad_klog='WARNING:|BUG:|Oops|Call Trace|refcount_t|general protection|kernel BUG|UBSAN|KASAN|panicked|rust_panic|[Ll]eak|blocked for more than'
+# shellcheck source=vm-common.sh
+. "$here/vm-common.sh"
 
-say() { printf '%s\n' "$*"; }
-
-setup_vm() {
-	mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
-	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config 2>/dev/null || true
-	mountpoint -q /dev/pts || { mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; } 2>/dev/null || true
-	# ip netns keeps its bind mounts under /run/netns.
-	mkdir -p /run/netns 2>/dev/null || true
-	ulimit -l unlimited 2>/dev/null || true
-	# Keep kernel messages off the console so the stream stays readable;
-	# an Oops or panic still reaches it (they raise the console loglevel),
-	# and the full kernel log is checked via dmesg after each test.
-	dmesg -n 1 2>/dev/null || true
-	ip link set lo up 2>/dev/null || true
-	base_netdevs=$(ls /sys/class/net)
-	scratch=$(mktemp -d /tmp/sroce-selftests.XXXXXX 2>/dev/null) || {
-		scratch=$results/tmp
-		mkdir -p "$scratch"
-	}
-}
-
-# Remove what a test may have left: its processes, rdma links, netns,
-# netdevs in the init netns, and the provider modules. Prints what it had
-# to do; returns 1 if a module stayed loaded (a reference leak).
-cleanup_between() {
-	local ns d m rc=0
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -9 "$p" 2>/dev/null && say "cleanup: killed pid $p in netns $ns"
-		done
-	done
-	for d in /sys/class/infiniband/*; do
-		[[ -e $d ]] || continue
-		rdma link delete "${d##*/}" 2>/dev/null && say "cleanup: deleted rdma link ${d##*/}"
-	done
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-		ip netns del "$ns" && say "cleanup: deleted netns $ns"
-	done
-	for d in /sys/class/net/*; do
-		d=${d##*/}
-		grep -qx -- "$d" <<<"$base_netdevs" && continue
-		ip link del "$d" 2>/dev/null && say "cleanup: deleted netdev $d"
-	done
-	for m in sroce rdma_rxe; do
-		[[ -d /sys/module/$m ]] || continue
-		local deadline=$((SECONDS + 10)) ok=0
-		while ((SECONDS < deadline)); do
-			if rmmod "$m" 2>/dev/null; then
-				ok=1
-				break
-			fi
-			sleep 0.5
-		done
-		if ((ok)); then
-			say "cleanup: unloaded $m"
-		else
-			say "cleanup: module $m is still in use after the test: $(rmmod "$m" 2>&1)"
-			rc=1
-		fi
-	done
-	return $rc
-}
-
-# klog_since TOKEN: kernel log lines after the marker line holding TOKEN.
-klog_since() {
-	dmesg 2>/dev/null | awk -v tok="$1" 'found { print } index($0, tok) { found = 1 }'
+# peers: a cluster's other nodes (none in a single VM).
+peers() {
+	local n
+	for ((n = 1; n < SROCE_CLUSTER_NODES; n++)); do echo "$n"; done
 }
 
 run_one() {
-	local t=$1 name tmo token log rc status reason kbad cl
+	local t=$1 name tmo token log rc status reason kbad cl p
 	name=$(basename "$t" .sh)
 	log=$results/$name.log
 	# Anywhere in the header comment (the lines before the first that is
@@ -104,6 +44,7 @@ run_one() {
 	tmo=$((${tmo:-$default_timeout} * ${SROCE_TIMEOUT_SCALE:-1}))
 	token="sroce-selftest: begin $name $$.$RANDOM"
 	echo "$token" >/dev/kmsg 2>/dev/null || true
+	for p in $(peers); do on_node "$p" "echo '$token' >/dev/kmsg" >/dev/null 2>&1; done
 	echo "$name" >"$results/current"
 	local t0=$SECONDS
 	# The test's scratch files (server logs, ...) come out with the results.
@@ -121,14 +62,26 @@ run_one() {
 	rc=$?
 	kill -9 -- "-$pid" 2>/dev/null || true
 
-	{
+	(
 		echo "--- cleanup after the test"
 		cleanup_between
-	} >>"$log" 2>&1
+		local c=$?
+		reset_cluster_netdev
+		for p in $(peers); do
+			echo "--- cleanup on node $p"
+			on_node "$p" "cleanup_between; rc=\$?; reset_cluster_netdev; exit \$rc" || c=1
+		done
+		exit $c
+	) >>"$log" 2>&1
 	cl=$?
 	echo "sroce-selftest: end $name" >/dev/kmsg 2>/dev/null || true
 	kbad=$(klog_since "$token" | grep -v 'sroce-selftest:' | grep -E "$bad_klog" || true)
-
+	local pk
+	for p in $(peers); do
+		pk=$(on_node "$p" "klog_since '$token' | grep -v 'sroce-selftest:' | grep -E \"\$bad_klog\"" 2>&1 |
+			sed "s/^/node $p: /")
+		[[ -z $pk ]] || kbad+=${kbad:+$'\n'}$pk
+	done
 	case $rc in
 	0) status=ok reason= ;;
 	4)
@@ -184,7 +137,7 @@ main() {
 	fi
 
 	local t name g want
-	for t in "$here"/tests/*.sh; do
+	for t in "$tests_dir"/*.sh; do
 		[[ -e $t ]] || continue
 		name=$(basename "$t" .sh)
 		if (($# > 0)); then

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the test kernel sroce runs on: Debian's linux-source-7.3, configured
 # from tinyconfig + kvm_guest.config + kconfig/sroce.config (+ kconfig/
-# debug.config, built with LLVM, when SROCE_DEBUG_KERNEL=1). The tree is
+# debug.config, built with LLVM, when SROCE_DEBUG_KERNEL=1; + kconfig/
+# modular.config, the RDMA core and UDP tunnels as modules as distributions
+# build them, when SROCE_KERNEL_VARIANT=modular). The tree is
 # cached under $SROCE_CACHE keyed by kernel version, config and toolchain, so
 # a repeat run is free and a changed fragment gets a fresh build.
 # Prints the kernel tree's path on stdout.
@@ -16,6 +18,10 @@ if [[ $SROCE_DEBUG_KERNEL == 1 ]]; then
 	fragment="$SROCE_CACHE/debug-kernel.config"
 	cat "$SROCE_ROOT/kconfig/sroce.config" "$SROCE_ROOT/kconfig/debug.config" >"$fragment"
 	link=kernel-debug
+elif [[ ${SROCE_KERNEL_VARIANT:-} == modular ]]; then
+	fragment="$SROCE_CACHE/modular-kernel.config"
+	cat "$SROCE_ROOT/kconfig/sroce.config" "$SROCE_ROOT/kconfig/modular.config" >"$fragment"
+	link=kernel-modular
 fi
 
 private_apt_setup
@@ -56,16 +62,19 @@ make -s olddefconfig >/dev/null
 # config-key-end
 
 # merge_config drops what Kconfig refuses; catch that here, not in the VM.
-missing=()
+# A later line of the fragment overrides an earlier one.
+declare -A want=()
 while IFS= read -r line; do
-	[[ $line =~ ^(CONFIG_[A-Z0-9_]+)=(.*)$ ]] || continue
-	opt=${BASH_REMATCH[1]} want=${BASH_REMATCH[2]}
-	if [[ $want == n ]]; then
+	[[ $line =~ ^(CONFIG_[A-Z0-9_]+)=(.*)$ ]] && want[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+done <"$fragment"
+missing=()
+for opt in "${!want[@]}"; do
+	if [[ ${want[$opt]} == n ]]; then
 		grep -q "^$opt=" .config && missing+=("$opt=n")
 	else
-		grep -qx "$opt=$want" .config || missing+=("$opt=$want")
+		grep -qx "$opt=${want[$opt]}" .config || missing+=("$opt=${want[$opt]}")
 	fi
-done <"$fragment"
+done
 ((${#missing[@]} == 0)) || die "kernel config did not take: ${missing[*]}"
 
 make -s -j"$(nproc)" bzImage modules

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything sroce needs on a Debian 12 (or later) machine:
 # kernel build tools, the Rust pieces the kernel wants, QEMU + virtme-ng
-# for the VM tests, and rdma-core's userspace tools (used inside the VM,
-# which shares the host's root filesystem).
+# for the VM tests, rdma-core's userspace tools and the cluster tests'
+# workloads (used inside the VMs, which share the host's root filesystem).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-stamp="$SROCE_CACHE/host-setup.v2"
+stamp="$SROCE_CACHE/host-setup.v3"
 if [[ -f $stamp && ${SROCE_FORCE_SETUP:-0} != 1 ]]; then
 	# Cheap re-check so a machine that lost a package still gets it.
 	if command -v vng >/dev/null && command -v bindgen >/dev/null &&
 	   command -v qemu-system-x86_64 >/dev/null && command -v ibv_devinfo >/dev/null &&
+	   command -v mpirun >/dev/null && command -v fio >/dev/null && command -v nvme >/dev/null &&
+	   command -v rpc.nfsd >/dev/null &&
 	   [[ -d $LIBCLANG_PATH ]]; then
 		exit 0
 	fi
@@ -28,6 +30,11 @@ $SUDO apt-get -q install -y --no-install-recommends \
 	rdma-core ibverbs-utils rdmacm-utils perftest ibverbs-providers \
 	libibverbs-dev librdmacm-dev \
 	busybox procps psmisc udev dkms >/dev/null
+# The cluster tests' real workloads (selftests/cluster): MPI over UCX, NVMe
+# over RDMA with nvme-cli and fio, NFS over RDMA.
+$SUDO apt-get -q install -y --no-install-recommends \
+	openmpi-bin libopenmpi-dev libucx0 ucx-utils fio nvme-cli \
+	nfs-kernel-server nfs-common rpcbind >/dev/null
 
 # QEMU: the suite's newest build (bookworm-backports on Debian 12), which is
 # the one virtme-ng was checked with here. Installed through sroce's private

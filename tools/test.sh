@@ -47,17 +47,24 @@ step "module build with CLIPPY=1" bash -c 'touch rust/sroce_main.rs && make -s K
 	step "stack frames within CONFIG_FRAME_WARN" bash tools/check-frames.sh
 step "DKMS build (dkms.conf)" bash tools/check-dkms.sh
 
-vm_log=$(mktemp)
-bash selftests/run.sh 2>&1 | tee "$vm_log"
-vm_rc=${PIPESTATUS[0]}
-read -r vp vf < <(tail -n 1 "$vm_log" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p'; echo)
-rm -f "$vm_log"
-if [[ -z ${vp:-} ]]; then
-	failed=$((failed + 1)); echo "FAIL VM selftests printed no summary"
-else
-	passed=$((passed + vp)); failed=$((failed + vf))
-	((vm_rc == 0 || vf > 0)) || { failed=$((failed + 1)); echo "FAIL VM selftests exited $vm_rc"; }
-fi
+# vm_suite NAME SCRIPT: run a VM suite (one VM, or the cluster of VMs) and
+# count the results from its summary line.
+vm_suite() {
+	local name=$1 script=$2 vm_log vm_rc vp vf
+	vm_log=$(mktemp)
+	bash "$script" 2>&1 | tee "$vm_log"
+	vm_rc=${PIPESTATUS[0]}
+	read -r vp vf < <(tail -n 1 "$vm_log" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p'; echo)
+	rm -f "$vm_log"
+	if [[ -z ${vp:-} ]]; then
+		failed=$((failed + 1)); echo "FAIL $name printed no summary"
+	else
+		passed=$((passed + vp)); failed=$((failed + vf))
+		((vm_rc == 0 || vf > 0)) || { failed=$((failed + 1)); echo "FAIL $name exited $vm_rc"; }
+	fi
+}
+vm_suite "VM selftests" selftests/run.sh
+vm_suite "cluster selftests" selftests/cluster.sh
 
 echo "total: $passed passed, $failed failed"
 ((failed == 0 && passed > 0))
