@@ -32,7 +32,22 @@ def frame(kind, data):
     return kind + struct.pack(">I", len(data)) + data
 
 
+def kill_session(sid):
+    """SIGKILL every process of session `sid`: the command and whatever it
+    started in other process groups (timeout(1), MPI's ranks), but not the
+    daemons that left the session (setsid) on purpose."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getsid(int(entry)) == sid:
+                os.kill(int(entry), signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def serve_one(conn):
+    proc = None
     try:
         line = b""
         while not line.endswith(b"\n"):
@@ -49,25 +64,26 @@ def serve_one(conn):
             start_new_session=True,
         )
         out = proc.stdout.fileno()
-        open_out = True
-        while open_out:
+        while True:
             ready, _, _ = select.select([out, conn], [], [])
             if conn in ready and not conn.recv(1):
-                # The client went away: so does its command.
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return
+                return  # the client went away: so does its command (finally)
             if out in ready:
                 data = os.read(out, 65536)
-                if data:
-                    conn.sendall(frame(b"o", data))
-                else:
-                    open_out = False
+                if not data:
+                    break
+                conn.sendall(frame(b"o", data))
         rc = proc.wait()
-        conn.sendall(frame(b"x", str(rc).encode()))
+        # A command killed by a signal: the shell's convention.
+        conn.sendall(frame(b"x", str(rc if rc >= 0 else 128 - rc).encode()))
     except (OSError, ValueError, KeyError):
         pass
     finally:
+        if proc is not None:
+            if proc.poll() is None:
+                kill_session(proc.pid)
+            proc.wait()
+            proc.stdout.close()
         conn.close()
 
 
@@ -126,6 +142,10 @@ def main(argv):
     # A remote shell's caller (MPI) may kill it with SIGTERM: exit so the
     # connection closes and the remote command dies with it.
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+    # Started in the background by a non-interactive shell, the agent has
+    # SIGINT and SIGQUIT ignored, and its commands would inherit that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     port = int(os.environ.get("SROCE_AGENT_PORT", PORT))
     if len(argv) == 2 and argv[1] == "serve":
         serve(port)

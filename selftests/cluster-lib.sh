@@ -16,7 +16,16 @@ NODES=$SROCE_CLUSTER_NODES
 ((NODES >= 2)) || fail "not in a cluster (SROCE_CLUSTER_NODES=$NODES; run selftests/cluster.sh)"
 MODROOT=${SROCE_MODROOT:?SROCE_MODROOT must name the installed modules}
 NETDEV=$CLUSTER_NETDEV
+# The segment may drop frames (a QEMU socket's buffer overflowing, see
+# cluster.sh): RC recovers, and the helpers accept what only loss explains
+# (an ibv_rc_pingpong whose last ACK was lost, see _end_pair).
+LOSSY_WIRE=1
 ip_of() { cluster_ip "$1"; }
+
+# need_nodes N: the test uses nodes 0..N-1.
+need_nodes() {
+	((NODES >= $1)) || skip "needs $1 nodes, the cluster has $NODES (SROCE_CLUSTER_NODES)"
+}
 ip6_of() { cluster_ip6 "$1"; }
 
 # _script SCRIPT: SCRIPT with the helpers loaded and this test's settings.
@@ -83,18 +92,24 @@ pair_on() {
 	_end_pair "$srv" "$rc" "node $sn" "$scmd" "node $cn" "$ccmd"
 }
 
+# USER_MODULES: what a distribution's rdma-core loads (udev) once an RDMA
+# device exists: the verbs and rdma_cm userspace interfaces.
+USER_MODULES="ib_uverbs rdma_ucm"
+
 # sroce_on N [DEV=sroce0]: load sroce on node N the way an installed module
 # is loaded (modprobe, dependencies from depmod) and bind DEV to its clu0.
 sroce_on() {
 	local dev=${2:-sroce0}
-	on "$1" "modprobe -d $MODROOT sroce && add_link - $dev $NETDEV sroce && wait_port_active $dev" ||
+	on "$1" "modprobe -d $MODROOT sroce && modprobe -d $MODROOT -a $USER_MODULES &&
+		add_link - $dev $NETDEV sroce && wait_port_active $dev" ||
 		fail "no sroce device $dev on node $1"
 }
 
 # rxe_on N [DEV=rxe0]: the kernel's rxe on node N instead.
 rxe_on() {
 	local dev=${2:-rxe0}
-	on "$1" "modprobe -d $MODROOT rdma_rxe && add_link - $dev $NETDEV rxe && wait_port_active $dev" ||
+	on "$1" "modprobe -d $MODROOT rdma_rxe && modprobe -d $MODROOT -a $USER_MODULES &&
+		add_link - $dev $NETDEV rxe && wait_port_active $dev" ||
 		fail "no rxe device $dev on node $1"
 }
 

@@ -19,6 +19,11 @@ results=${SROCE_RESULTS:?SROCE_RESULTS must name the results directory}
 . "$here/vm-common.sh"
 
 say "cluster node $node: kernel $(uname -r), $(nproc) cpus"
+# However this script ends (a setup failure, a peer that never answers, the
+# agent gone), the VM ends: the kernel has no ACPI power-off, and a halted
+# QEMU would wait for the whole run's timeout. (vm-main.sh, which node 0
+# execs, reboots by itself.)
+[[ $(cat /proc/sys/kernel/hostname) == virtme* ]] && trap 'sync; echo b >/proc/sysrq-trigger' EXIT
 
 # The NIC on the cluster's segment, found by its MAC (the kernel may have
 # made other net devices), renamed so every node has the same name.
@@ -62,4 +67,4 @@ for ((n = 1; n < SROCE_CLUSTER_NODES; n++)); do
 	fi
 done
 say "cluster node 0: all $SROCE_CLUSTER_NODES nodes answer"
-SROCE_TESTS_DIR=$here/cluster exec bash "$here/vm-main.sh" "$@"
+SROCE_TESTS_DIR=${SROCE_CLUSTER_TESTS:-$here/cluster} exec bash "$here/vm-main.sh" "$@"

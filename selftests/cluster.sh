@@ -13,25 +13,42 @@
 # Ethernet tolerates). Group and port are random per run, so two runs on
 # one host do not meet.
 #
+# The kernel: by default the distribution-style test kernel (kconfig/
+# modular.config: the RDMA core and UDP tunnels as modules;
+# SROCE_KERNEL_VARIANT=modular tools/build-kernel.sh builds it), with
+# sroce.ko built for it from this source tree in a private copy (the
+# tree's own sroce.ko is for the single-VM kernel) and installed with
+# `make install`, so every node loads sroce, ib_core, ib_uverbs and the
+# rest with modprobe, as installed modules are loaded.
+#
 # Usage: selftests/cluster.sh [TEST-NAME-GLOB...]
-# Environment: KDIR, SROCE_KO, SROCE_KEEP, SROCE_TIMEOUT_SCALE,
-#   SROCE_TEST_TIMEOUT, SROCE_VM_VERBOSE as for run.sh, and
+#        selftests/cluster.sh --bench    the workloads on rxe and sroce
+#                                        (selftests/cluster-bench/, prints a table)
+# Environment: SROCE_KEEP, SROCE_TIMEOUT_SCALE, SROCE_TEST_TIMEOUT,
+#   SROCE_VM_VERBOSE as for run.sh, and
+#   KDIR                 the VMs' kernel tree (default
+#                        $SROCE_CACHE/kernel-modular)
+#   SROCE_KO             a module built for KDIR (default: built here)
 #   SROCE_CLUSTER_NODES  how many VMs (default 3, at least 2)
 #   SROCE_CLUSTER_MEM    each VM's memory (default 1G)
-#   SROCE_VM_TIMEOUT     seconds for the whole run (default 1800)
+#   SROCE_VM_TIMEOUT     seconds for the whole run (default 3600)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export PATH="$PATH:/usr/sbin:/sbin"  # depmod
 repo=$(cd "$here/.." && pwd)
 # shellcheck source=../tools/lib.sh
 . "$repo/tools/lib.sh"
 
-KDIR=${KDIR:-$SROCE_CACHE/kernel}
-SROCE_KO=${SROCE_KO:-$repo/sroce.ko}
-[[ $SROCE_KO == /* ]] || SROCE_KO=$PWD/$SROCE_KO
+KDIR=${KDIR:-$SROCE_CACHE/kernel-modular}
+SROCE_KO=${SROCE_KO:-}
+[[ -z $SROCE_KO || $SROCE_KO == /* ]] || SROCE_KO=$PWD/$SROCE_KO
+bench=0
+[[ ${1:-} == --bench ]] && bench=1 && shift
 nodes=${SROCE_CLUSTER_NODES:-3}
 scale=${SROCE_TIMEOUT_SCALE:-1}
-vm_timeout=${SROCE_VM_TIMEOUT:-$((1800 * scale))}
+# The tests' own limits add up to about 3000 s; a run takes about 450.
+vm_timeout=${SROCE_VM_TIMEOUT:-$(((bench ? 7200 : 3600) * scale))}
 test_timeout=${SROCE_TEST_TIMEOUT:-120}
 
 summary_fail() {
@@ -41,11 +58,12 @@ summary_fail() {
 }
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= 9)) || summary_fail "setup: SROCE_CLUSTER_NODES must be 2..9"
 [[ $scale =~ ^[1-9][0-9]*$ ]] || summary_fail "setup: SROCE_TIMEOUT_SCALE must be a positive integer"
-KDIR=$(cd "$KDIR" 2>/dev/null && pwd -P) || summary_fail "setup: no kernel tree at ${KDIR} (run tools/build-kernel.sh)"
+KDIR=$(cd "$KDIR" 2>/dev/null && pwd -P) ||
+	summary_fail "setup: no kernel tree at ${KDIR} (run SROCE_KERNEL_VARIANT=modular tools/build-kernel.sh)"
 bzimage=$KDIR/arch/x86/boot/bzImage
 [[ -f $bzimage ]] || summary_fail "setup: no $bzimage (run tools/build-kernel.sh)"
 command -v vng >/dev/null || summary_fail "setup: vng (virtme-ng) not found (run tools/setup-host.sh)"
-[[ -f $SROCE_KO ]] || summary_fail "setup: no module at $SROCE_KO"
+[[ -z $SROCE_KO || -f $SROCE_KO ]] || summary_fail "setup: no module at $SROCE_KO"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sroce-cluster.XXXXXX")
 results=$tmp/results
@@ -57,36 +75,53 @@ stop_nodes() {
 	sleep 2
 	for p in "${pids[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
 }
-if [[ ${SROCE_KEEP:-0} == 1 ]]; then
-	trap 'stop_nodes; echo "logs: $tmp" >&2' EXIT
-else
-	trap 'stop_nodes; rm -rf "$tmp"' EXIT
-fi
+restore_rmem=
+finish() {
+	stop_nodes
+	[[ -z $restore_rmem ]] || sysctl -qw net.core.rmem_default="$restore_rmem"
+	if [[ ${SROCE_KEEP:-0} == 1 ]]; then
+		echo "logs: $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap finish EXIT
 
 bin=$tmp/bin
 # shellcheck source=host-bin.sh
 . "$here/host-bin.sh"
-why=$(build_test_bin "$bin") || summary_fail "setup: $why"
+why=$(build_test_bin "$bin" mpi) || summary_fail "setup: $why"
 
 # The test kernel's modules and sroce, installed as a distribution would
 # (modules_install, then sroce's `make install`, depmod by both) into a
 # staging root the guests load from with `modprobe -d`.
 modroot=$tmp/modroot
+release=$(cat "$KDIR/include/config/kernel.release") || summary_fail "setup: $KDIR has no kernel.release"
 {
-	make -s -C "$KDIR" modules_install INSTALL_MOD_PATH="$modroot" INSTALL_MOD_STRIP=1 &&
-		if [[ $SROCE_KO == "$repo/sroce.ko" ]]; then
-			make -s -C "$repo" KDIR="$KDIR" install INSTALL_MOD_PATH="$modroot"
-		else
-			# A module built elsewhere: placed as `make install` would.
-			release=$(cat "$KDIR/include/config/kernel.release") &&
-				install -D -m 644 "$SROCE_KO" "$modroot/lib/modules/$release/updates/sroce.ko" &&
-				depmod -b "$modroot" "$release"
-		fi
-} >"$tmp/install.log" 2>&1 || summary_fail "setup: installing the modules failed: $(tail -n 3 "$tmp/install.log" | tr '\n' ' ')"
+	make -s -C "$KDIR" modules_install INSTALL_MOD_PATH="$modroot" INSTALL_MOD_STRIP=1 || exit 1
+	if [[ -z $SROCE_KO ]]; then
+		# The source tree (tracked and new files, as they are now) copied,
+		# so this build leaves the tree's own objects alone.
+		mkdir -p "$tmp/src"
+		(cd "$repo" && git ls-files -z -co --exclude-standard -- Makefile Kbuild rust include |
+			xargs -0 cp --parents -t "$tmp/src") || exit 1
+		make -s -C "$tmp/src" KDIR="$KDIR" modules || exit 1
+		make -s -C "$tmp/src" KDIR="$KDIR" install INSTALL_MOD_PATH="$modroot" || exit 1
+	else
+		install -D -m 644 "$SROCE_KO" "$modroot/lib/modules/$release/updates/sroce.ko" &&
+			depmod -b "$modroot" "$release" || exit 1
+	fi
+} >"$tmp/install.log" 2>&1 || summary_fail "setup: building or installing the modules failed: $(tail -n 5 "$tmp/install.log" | tr '\n' ' ')"
+SROCE_KO=$modroot/lib/modules/$release/updates/sroce.ko
+[[ -f $SROCE_KO ]] || summary_fail "setup: make install put no sroce.ko at $SROCE_KO"
 
 group=230.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).1
 port=$((20000 + RANDOM % 20000))
 mac=52:54:00:99:$(printf '%02x' $((RANDOM % 256))):
+
+# The benchmark's settings, passed through as they are.
+bench_env=()
+for v in $(compgen -v SROCE_BENCH_); do bench_env+=("$v=${!v}"); done
 
 accel_opts=(--disable-kvm)
 [[ ${SROCE_VM_KVM:-0} == 1 && -w /dev/kvm ]] && accel_opts=()
@@ -101,12 +136,27 @@ vng_node() {
 		RXE_KO="$KDIR/drivers/infiniband/sw/rxe/rdma_rxe.ko" SROCE_MODROOT="$modroot" \
 		SROCE_TESTS_TYPE=sroce SROCE_TEST_TIMEOUT="$test_timeout" SROCE_TIMEOUT_SCALE="$scale" \
 		SROCE_VM_REBOOT=1 SROCE_BIN="$bin" SROCE_CLUSTER_NODES="$nodes" SROCE_CLUSTER_MAC="$mac" \
+		SROCE_CLUSTER_TESTS="$here/$( ((bench)) && echo cluster-bench || echo cluster)" "${bench_env[@]}" \
 		bash "$here/cluster-node.sh" "$i" "$@")
 	printf '%s\n' vng --verbose --run "$bzimage" --name "virtme-node$i" --cpus 1 \
 		--memory "${SROCE_CLUSTER_MEM:-1G}" --append ib_core.force_mr=1 "${kasan_opts[@]}" "${accel_opts[@]}" \
 		--qemu-opts="-netdev socket,id=clu,mcast=$group:$port,localaddr=127.0.0.1 -device virtio-net-pci,netdev=clu,mac=${mac}0$i" \
 		--rwdir "$results" --cwd "$tmp" --exec "$cmd"
 }
+
+# The segment reaches each VM through its QEMU's UDP socket, whose receive
+# buffer (net.core.rmem_default, 208 KiB on Debian) overflows whenever a
+# TCG guest falls behind: 6% of the frames were lost that way in a run
+# here (the host's Udp RcvbufErrors). RC recovers; UD and the timing of a
+# benchmark suffer. Where we may, the run's sockets get 16 MiB.
+rmem=$(sysctl -n net.core.rmem_default 2>/dev/null || echo)
+if [[ -n $rmem ]] && ((rmem < 16777216)) && sysctl -qw net.core.rmem_default=16777216 2>/dev/null; then
+	restore_rmem=$rmem
+elif [[ -z $rmem ]] || ((rmem < 16777216)); then
+	echo "# note: net.core.rmem_default stays $rmem (not root?): the segment may lose frames"
+fi
+udp_drops() { awk '/^Udp: [0-9]/ { print $6 }' /proc/net/snmp; }
+drops0=$(udp_drops)
 
 printf '# sroce cluster selftests: %d nodes, kernel %s, module %s, segment %s:%d\n' "$nodes" "$KDIR" "$SROCE_KO" "$group" "$port"
 start=$SECONDS
@@ -149,7 +199,11 @@ if ((passed + failed + skipped == 0)); then
 	echo "FAIL cluster: no test ran (no tests matched '$*'?)"
 	failed=1
 fi
-printf '# cluster run took %ds\n' "$elapsed"
+printf '# cluster run took %ds; the host dropped %d UDP datagrams meanwhile (RcvbufErrors: the segment'"'"'s losses)\n' \
+	"$elapsed" $(($(udp_drops) - drops0))
+if ((bench)); then
+	grep -h '^|' "$results"/*.log 2>/dev/null
+fi
 if ((skipped > 0)); then
 	printf '%d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
 else

@@ -4,10 +4,10 @@
 # the control tool. Source it; do not run it.
 # shellcheck shell=bash
 
-# build_test_bin DIR: build everything into DIR; prints why and returns 1 on
-# a failure.
+# build_test_bin DIR [mpi]: build everything into DIR, and with "mpi" the
+# MPI program too (the cluster's); prints why and returns 1 on a failure.
 build_test_bin() {
-	local bin=$1 src here repo
+	local bin=$1 mpi=${2:-} src here repo
 	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 	repo=$(cd "$here/.." && pwd)
 	mkdir -p "$bin"
@@ -16,7 +16,7 @@ build_test_bin() {
 		gcc -O2 -Wall -Werror -I"$here/progs" -o "$bin/$(basename "${src%.c}")" "$src" -libverbs ||
 			{ echo "cannot build $src"; return 1; }
 	done
-	if command -v mpicc >/dev/null; then
+	if [[ $mpi == mpi ]] && command -v mpicc >/dev/null; then
 		for src in "$here"/progs/mpi/*.c; do
 			[[ -e $src ]] || continue
 			mpicc -O2 -Wall -Werror -o "$bin/$(basename "${src%.c}")" "$src" ||

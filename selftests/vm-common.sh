@@ -91,16 +91,29 @@ cluster_ip6() { echo "fd99::$(($1 + 1))"; }
 
 # on_node N SCRIPT: run the bash SCRIPT on node N (with this file sourced),
 # its output here, its exit status returned.
+# on_node N SCRIPT: run the bash SCRIPT on node N (with this file sourced),
+# its output here, its exit status returned (124: no answer in time).
 on_node() {
 	local dir
 	dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-	python3 "$dir/cluster-agent.py" run "$(cluster_ip "$1")" ". $dir/vm-common.sh; $2"
+	timeout $((120 * ${SROCE_TIMEOUT_SCALE:-1})) \
+		python3 "$dir/cluster-agent.py" run "$(cluster_ip "$1")" ". '$dir/vm-common.sh'; $2"
 }
 
-# reset_cluster_netdev: undo what a test may have done to clu0 (a qdisc
-# such as netem, the link down).
-reset_cluster_netdev() {
+# reset_cluster_node: undo what a cluster test may have left behind before
+# the generic cleanup deletes the rdma links: NFS mounts, NVMe-oF
+# connections, an NFS server, qdiscs on clu0 (netem, ingress filters), clu0
+# down.
+reset_cluster_node() {
 	[[ -e /sys/class/net/$CLUSTER_NETDEV ]] || return 0
+	grep -qE ' nfs4? ' /proc/mounts && umount -f -l -a -t nfs,nfs4 && say "cleanup: unmounted NFS"
+	if command -v nvme >/dev/null && ls /sys/class/nvme/ 2>/dev/null | grep -q .; then
+		nvme disconnect-all >/dev/null 2>&1 && say "cleanup: disconnected NVMe controllers"
+	fi
+	[[ -e /proc/fs/nfsd/threads && $(cat /proc/fs/nfsd/threads 2>/dev/null) != 0 ]] &&
+		rpc.nfsd 0 2>/dev/null && say "cleanup: stopped nfsd"
 	tc qdisc del dev "$CLUSTER_NETDEV" root 2>/dev/null && say "cleanup: removed $CLUSTER_NETDEV's qdisc"
+	tc qdisc del dev "$CLUSTER_NETDEV" ingress 2>/dev/null && say "cleanup: removed $CLUSTER_NETDEV's ingress qdisc"
 	ip link set "$CLUSTER_NETDEV" up
+	return 0
 }

@@ -64,23 +64,30 @@ run_one() {
 
 	(
 		echo "--- cleanup after the test"
+		reset_cluster_node
 		cleanup_between
 		local c=$?
-		reset_cluster_netdev
 		for p in $(peers); do
 			echo "--- cleanup on node $p"
-			on_node "$p" "cleanup_between; rc=\$?; reset_cluster_netdev; exit \$rc" || c=1
+			on_node "$p" "reset_cluster_node; cleanup_between" || {
+				echo "cleanup on node $p failed (status $?: a module in use, or no answer)"
+				c=1
+			}
 		done
 		exit $c
 	) >>"$log" 2>&1
 	cl=$?
 	echo "sroce-selftest: end $name" >/dev/kmsg 2>/dev/null || true
 	kbad=$(klog_since "$token" | grep -v 'sroce-selftest:' | grep -E "$bad_klog" || true)
-	local pk
+	local pk st
 	for p in $(peers); do
-		pk=$(on_node "$p" "klog_since '$token' | grep -v 'sroce-selftest:' | grep -E \"\$bad_klog\"" 2>&1 |
-			sed "s/^/node $p: /")
-		[[ -z $pk ]] || kbad+=${kbad:+$'\n'}$pk
+		pk=$(on_node "$p" "dmesg | grep -qF -- '$token' || { echo 'no marker in its log'; exit 3; }
+			klog_since '$token' | grep -v 'sroce-selftest:' | grep -E \"\$bad_klog\"" 2>&1)
+		st=$?
+		# grep's 1: nothing bad; anything but 0 and 1: the check did not run.
+		((st == 1)) && continue
+		((st == 0)) || pk="kernel log not checked (status $st): $pk"
+		kbad+=${kbad:+$'\n'}$(sed "s/^/node $p: /" <<<"$pk")
 	done
 	case $rc in
 	0) status=ok reason= ;;
@@ -97,6 +104,7 @@ run_one() {
 	esac
 	if ((cl != 0)) && [[ $status != FAIL ]]; then
 		status=FAIL reason="module still in use after the test (leaked reference?)"
+		((SROCE_CLUSTER_NODES > 1)) && reason="cleanup failed: a module still in use (leaked reference?) or a node that did not answer"
 	fi
 	if [[ -n $kbad ]]; then
 		[[ $status == FAIL ]] && reason="$reason; kernel log problems" || reason="kernel log problems"

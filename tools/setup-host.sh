@@ -6,6 +6,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# Some of what is checked lives in /usr/sbin (nvme, rpc.nfsd, depmod).
+export PATH="$PATH:/usr/sbin:/sbin"
 stamp="$SROCE_CACHE/host-setup.v3"
 if [[ -f $stamp && ${SROCE_FORCE_SETUP:-0} != 1 ]]; then
 	# Cheap re-check so a machine that lost a package still gets it.

@@ -47,12 +47,13 @@ step "module build with CLIPPY=1" bash -c 'touch rust/sroce_main.rs && make -s K
 	step "stack frames within CONFIG_FRAME_WARN" bash tools/check-frames.sh
 step "DKMS build (dkms.conf)" bash tools/check-dkms.sh
 
-# vm_suite NAME SCRIPT: run a VM suite (one VM, or the cluster of VMs) and
-# count the results from its summary line.
+# vm_suite NAME COMMAND...: run a VM suite (one VM, or the cluster of VMs)
+# and count the results from its summary line.
 vm_suite() {
-	local name=$1 script=$2 vm_log vm_rc vp vf
+	local name=$1 vm_log vm_rc vp vf
+	shift
 	vm_log=$(mktemp)
-	bash "$script" 2>&1 | tee "$vm_log"
+	"$@" 2>&1 | tee "$vm_log"
 	vm_rc=${PIPESTATUS[0]}
 	read -r vp vf < <(tail -n 1 "$vm_log" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p'; echo)
 	rm -f "$vm_log"
@@ -63,8 +64,17 @@ vm_suite() {
 		((vm_rc == 0 || vf > 0)) || { failed=$((failed + 1)); echo "FAIL $name exited $vm_rc"; }
 	fi
 }
-vm_suite "VM selftests" selftests/run.sh
-vm_suite "cluster selftests" selftests/cluster.sh
+vm_suite "VM selftests" bash selftests/run.sh
+# The cluster's VMs run the distribution-style kernel (the RDMA core and UDP
+# tunnels as modules; sroce.ko is built for it by cluster.sh); the debug
+# mode keeps its one kernel and module.
+if [[ $SROCE_DEBUG_KERNEL == 1 ]]; then
+	vm_suite "cluster selftests" env KDIR="$kdir" SROCE_KO="$SROCE_ROOT/sroce.ko" bash selftests/cluster.sh
+elif ckdir=$(SROCE_KERNEL_VARIANT=modular bash tools/build-kernel.sh); then
+	vm_suite "cluster selftests" env KDIR="$ckdir" bash selftests/cluster.sh
+else
+	failed=$((failed + 1)); echo "FAIL building the cluster's kernel (kconfig/modular.config)"
+fi
 
 echo "total: $passed passed, $failed failed"
 ((failed == 0 && passed > 0))

@@ -31,9 +31,10 @@ for ((n = 0; n < NODES; n++)); do
 	sroce_on "$n"
 	hosts+=${hosts:+,}$(ip_of "$n"):1
 done
-ucx_info -d | grep -A4 'Device: sroce0:1' | sed 's/^/# /' || true
+info=$(ucx_info -d)
+grep -A4 'Device: sroce0:1' <<<"$info" | sed 's/^/# /' || true
 for tl in rc_verbs ud_verbs; do
-	ucx_info -d | grep -q "Transport: $tl" || fail "UCX lists no $tl transport on this node"
+	grep -q "Transport: $tl" <<<"$info" || fail "UCX lists no $tl transport on this node"
 done
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -25,7 +25,7 @@ hostnqn=nqn.2014-08.org.nvmexpress:uuid:$(cat /proc/sys/kernel/random/uuid)
 
 cleanup_nvme() {
 	nvme disconnect -n "$nqn" >/dev/null 2>&1
-	on 1 "rm -f $cfs/ports/1/subsystems/$nqn; rmdir $cfs/ports/1
+	on 1 "set +e; rm -f $cfs/ports/1/subsystems/$nqn; rmdir $cfs/ports/1
 		echo 0 >$cfs/subsystems/$nqn/namespaces/1/enable
 		rmdir $cfs/subsystems/$nqn/namespaces/1 $cfs/subsystems/$nqn
 		modprobe -r -d $MODROOT nvmet_rdma nvmet null_blk" >/dev/null 2>&1

@@ -22,7 +22,7 @@ mnt=/run/sroce-nfs-mnt
 
 cleanup_nfs() {
 	umount -f "$mnt" 2>/dev/null
-	on 1 "rpc.nfsd 0; exportfs -ua; pkill -x rpc.mountd; pkill -x rpcbind; sleep 0.5
+	on 1 "set +e; rpc.nfsd 0; exportfs -ua; pkill -x rpc.mountd; pkill -x rpcbind; sleep 0.5
 		umount /proc/fs/nfsd /var/lib/nfs $export_dir
 		modprobe -r -d $MODROOT nfsd rpcrdma" >/dev/null 2>&1
 	modprobe -r -d "$MODROOT" nfsv4 nfs rpcrdma >/dev/null 2>&1
