@@ -83,6 +83,7 @@ nvme_rates() { # prints "WRITE READ" in MB/s
 			--bs=256k --size=256M --output-format=json 2>/dev/null) || fail "fio $rw"
 		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0][sys.argv[1]]; print("%.1f" % (j["bw_bytes"] / 1e6))' "$rw" <<<"$out"
 	done | tr '\n' ' '
+	echo
 	nvme disconnect -n "$nqn" >&2
 	on 1 "rm -f $cfs/ports/1/subsystems/$nqn; rmdir $cfs/ports/1; echo 0 >$cfs/subsystems/$nqn/namespaces/1/enable
 		rmdir $cfs/subsystems/$nqn/namespaces/1 $cfs/subsystems/$nqn; modprobe -r -d $MODROOT nvmet_rdma nvmet null_blk" >&2
