@@ -6,7 +6,10 @@ the others with `cluster-agent.py run HOST SCRIPT`, which prints the remote
 command's output (stdout and stderr, merged) as it comes and exits with its
 status. Closing the connection (the client killed by a test's timeout, say)
 kills the remote command's process group, so nothing outlives the test that
-started it. MPI uses the client as its remote shell (plm_rsh_agent).
+started it: the command's whole session is killed (what it started in
+other process groups too, timeout(1)'s or MPI's ranks; not daemons that
+left the session). MPI uses the client as its remote shell (plm_rsh_agent).
+A client that cannot reach the agent exits with status 255.
 
 Wire (TCP, the cluster's private segment only): the client sends one JSON
 line {"script": "..."}; the server answers with frames of one type byte and
@@ -35,19 +38,27 @@ def frame(kind, data):
 def kill_session(sid):
     """SIGKILL every process of session `sid`: the command and whatever it
     started in other process groups (timeout(1), MPI's ranks), but not the
-    daemons that left the session (setsid) on purpose."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.getsid(int(entry)) == sid:
-                os.kill(int(entry), signal.SIGKILL)
-        except OSError:
-            pass
+    daemons that left the session (setsid) on purpose. Called while the
+    session's leader is not reaped, so its id cannot be reused meanwhile;
+    repeated until a pass finds no member (a member may fork during one)."""
+    while True:
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                if os.getsid(int(entry)) == sid:
+                    os.kill(int(entry), signal.SIGKILL)
+                    found = True
+            except OSError:
+                pass
+        if not found:
+            return
 
 
 def serve_one(conn):
     proc = None
+    finished = False
     try:
         line = b""
         while not line.endswith(b"\n"):
@@ -74,13 +85,17 @@ def serve_one(conn):
                     break
                 conn.sendall(frame(b"o", data))
         rc = proc.wait()
+        finished = True
         # A command killed by a signal: the shell's convention.
         conn.sendall(frame(b"x", str(rc if rc >= 0 else 128 - rc).encode()))
     except (OSError, ValueError, KeyError):
         pass
     finally:
         if proc is not None:
-            if proc.poll() is None:
+            # The client went away or the connection failed: whatever the
+            # command left in its session goes too, before the leader is
+            # reaped (after a normal end, what stays was left on purpose).
+            if not finished:
                 kill_session(proc.pid)
             proc.wait()
             proc.stdout.close()
@@ -108,7 +123,11 @@ def recv_exact(sock, n):
 
 
 def run(host, script, port):
-    sock = socket.create_connection((host, port), timeout=30)
+    try:
+        sock = socket.create_connection((host, port), timeout=30)
+    except OSError as err:
+        sys.stderr.write(f"cluster-agent: cannot reach {host}:{port}: {err}\n")
+        return 255
     sock.settimeout(None)
     sock.sendall(json.dumps({"script": script}).encode() + b"\n")
     stdout = sys.stdout.buffer
@@ -121,8 +140,8 @@ def run(host, script, port):
                 stdout.flush()
             else:
                 return int(body)
-    except EOFError:
-        sys.stderr.write(f"cluster-agent: connection to {host} closed before the command ended\n")
+    except (EOFError, OSError):
+        sys.stderr.write(f"cluster-agent: connection to {host} lost before the command ended\n")
         return 255
 
 

@@ -118,7 +118,11 @@ gid_on() {
 	on "$1" "gid_index $2 ${3:-$(ip_of "$1")} ${4:+'$4'}"
 }
 
-# counter_on N DEV NAME: a hw counter of DEV's port 1 on node N.
+# counter_on N DEV NAME: a hw counter of DEV's port 1 on node N (fails
+# the test unless it is a number).
 counter_on() {
-	on "$1" "cat /sys/class/infiniband/$2/ports/1/hw_counters/$3"
+	local v
+	v=$(on "$1" "cat /sys/class/infiniband/$2/ports/1/hw_counters/$3" 2>&1) || true
+	[[ $v =~ ^[0-9]+$ ]] || fail "node $1: no counter $3 of $2: $v"
+	echo "$v"
 }

@@ -31,7 +31,8 @@
 #   SROCE_KO             a module built for KDIR (default: built here)
 #   SROCE_CLUSTER_NODES  how many VMs (default 3, at least 2)
 #   SROCE_CLUSTER_MEM    each VM's memory (default 1G)
-#   SROCE_VM_TIMEOUT     seconds for the whole run (default 3600)
+#   SROCE_VM_TIMEOUT     seconds for the whole run (default 3600, 7200 with
+#                        --bench; times SROCE_TIMEOUT_SCALE)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,7 +62,7 @@ summary_fail() {
 KDIR=$(cd "$KDIR" 2>/dev/null && pwd -P) ||
 	summary_fail "setup: no kernel tree at ${KDIR} (run SROCE_KERNEL_VARIANT=modular tools/build-kernel.sh)"
 bzimage=$KDIR/arch/x86/boot/bzImage
-[[ -f $bzimage ]] || summary_fail "setup: no $bzimage (run tools/build-kernel.sh)"
+[[ -f $bzimage ]] || summary_fail "setup: no $bzimage (run SROCE_KERNEL_VARIANT=modular tools/build-kernel.sh)"
 command -v vng >/dev/null || summary_fail "setup: vng (virtme-ng) not found (run tools/setup-host.sh)"
 [[ -z $SROCE_KO || -f $SROCE_KO ]] || summary_fail "setup: no module at $SROCE_KO"
 
@@ -102,9 +103,17 @@ release=$(cat "$KDIR/include/config/kernel.release") || summary_fail "setup: $KD
 	if [[ -z $SROCE_KO ]]; then
 		# The source tree (tracked and new files, as they are now) copied,
 		# so this build leaves the tree's own objects alone.
+		# (Without git, or git refusing the checkout: the directories whole.)
 		mkdir -p "$tmp/src"
-		(cd "$repo" && git ls-files -z -co --exclude-standard -- Makefile Kbuild rust include |
-			xargs -0 cp --parents -t "$tmp/src") || exit 1
+		if files=$(cd "$repo" && git ls-files -co --exclude-standard -- Makefile Kbuild rust include 2>/dev/null) &&
+			[[ -n $files ]]; then
+			(cd "$repo" && while IFS= read -r f; do
+				[[ -e $f ]] && printf '%s\0' "$f"
+			done <<<"$files" | xargs -0 cp --parents -t "$tmp/src") || exit 1
+		else
+			cp -a "$repo/Makefile" "$repo/Kbuild" "$repo/rust" "$repo/include" "$tmp/src/" || exit 1
+			rm -rf "$tmp/src/rust/proto/target" "$tmp/src/rust/proto/fuzz/target"
+		fi
 		make -s -C "$tmp/src" KDIR="$KDIR" modules || exit 1
 		make -s -C "$tmp/src" KDIR="$KDIR" install INSTALL_MOD_PATH="$modroot" || exit 1
 	else
@@ -148,7 +157,9 @@ vng_node() {
 # buffer (net.core.rmem_default, 208 KiB on Debian) overflows whenever a
 # TCG guest falls behind: 6% of the frames were lost that way in a run
 # here (the host's Udp RcvbufErrors). RC recovers; UD and the timing of a
-# benchmark suffer. Where we may, the run's sockets get 16 MiB.
+# benchmark suffer. Where we may (as root), the sockets the VMs open get
+# 16 MiB: the host's default is raised until node 0 reports every node up
+# (the sockets exist then) and restored at once.
 rmem=$(sysctl -n net.core.rmem_default 2>/dev/null || echo)
 if [[ -n $rmem ]] && ((rmem < 16777216)) && sysctl -qw net.core.rmem_default=16777216 2>/dev/null; then
 	restore_rmem=$rmem
@@ -173,6 +184,8 @@ timeout -k 20 "$vm_timeout" "${cmd[@]}" </dev/null 2>&1 |
 		line=${line//$'\r'/}
 		printf '%s\n' "$line" >>"$tmp/console-0.log"
 		[[ $line == "sroce selftests: "* || $line == "cluster node 0: "* ]] && show=1
+		[[ $line == "cluster node 0: all "* && -n $restore_rmem ]] &&
+			sysctl -qw net.core.rmem_default="$restore_rmem"
 		[[ $show == 1 ]] && printf '%s\n' "$line"
 	done
 vm_rc=${PIPESTATUS[0]}

@@ -90,8 +90,6 @@ cluster_ip() { echo "10.99.0.$(($1 + 1))"; }
 cluster_ip6() { echo "fd99::$(($1 + 1))"; }
 
 # on_node N SCRIPT: run the bash SCRIPT on node N (with this file sourced),
-# its output here, its exit status returned.
-# on_node N SCRIPT: run the bash SCRIPT on node N (with this file sourced),
 # its output here, its exit status returned (124: no answer in time).
 on_node() {
 	local dir
@@ -104,16 +102,24 @@ on_node() {
 # the generic cleanup deletes the rdma links: NFS mounts, NVMe-oF
 # connections, an NFS server, qdiscs on clu0 (netem, ingress filters), clu0
 # down.
+# Returns 1 (and says what) if something could not be undone.
 reset_cluster_node() {
 	[[ -e /sys/class/net/$CLUSTER_NETDEV ]] || return 0
-	grep -qE ' nfs4? ' /proc/mounts && umount -f -l -a -t nfs,nfs4 && say "cleanup: unmounted NFS"
-	if command -v nvme >/dev/null && ls /sys/class/nvme/ 2>/dev/null | grep -q .; then
-		nvme disconnect-all >/dev/null 2>&1 && say "cleanup: disconnected NVMe controllers"
+	local rc=0 t=$((60 * ${SROCE_TIMEOUT_SCALE:-1}))
+	if grep -qE ' nfs4? ' /proc/mounts; then
+		timeout "$t" umount -f -l -a -t nfs,nfs4 && say "cleanup: unmounted NFS" ||
+			{ say "cleanup: could not unmount NFS"; rc=1; }
 	fi
-	[[ -e /proc/fs/nfsd/threads && $(cat /proc/fs/nfsd/threads 2>/dev/null) != 0 ]] &&
-		rpc.nfsd 0 2>/dev/null && say "cleanup: stopped nfsd"
+	if command -v nvme >/dev/null && ls /sys/class/nvme/ 2>/dev/null | grep -q .; then
+		timeout "$t" nvme disconnect-all >/dev/null 2>&1 && say "cleanup: disconnected NVMe controllers" ||
+			{ say "cleanup: could not disconnect NVMe controllers"; rc=1; }
+	fi
+	if [[ -e /proc/fs/nfsd/threads && $(cat /proc/fs/nfsd/threads 2>/dev/null) != 0 ]]; then
+		timeout "$t" rpc.nfsd 0 2>/dev/null && say "cleanup: stopped nfsd" ||
+			{ say "cleanup: could not stop nfsd"; rc=1; }
+	fi
 	tc qdisc del dev "$CLUSTER_NETDEV" root 2>/dev/null && say "cleanup: removed $CLUSTER_NETDEV's qdisc"
 	tc qdisc del dev "$CLUSTER_NETDEV" ingress 2>/dev/null && say "cleanup: removed $CLUSTER_NETDEV's ingress qdisc"
 	ip link set "$CLUSTER_NETDEV" up
-	return 0
+	return $rc
 }

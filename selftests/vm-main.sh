@@ -65,11 +65,13 @@ run_one() {
 	(
 		echo "--- cleanup after the test"
 		reset_cluster_node
+		local r=$?
 		cleanup_between
 		local c=$?
+		((r == 0)) || c=1
 		for p in $(peers); do
 			echo "--- cleanup on node $p"
-			on_node "$p" "reset_cluster_node; cleanup_between" || {
+			on_node "$p" "reset_cluster_node; r=\$?; cleanup_between && exit \$r" || {
 				echo "cleanup on node $p failed (status $?: a module in use, or no answer)"
 				c=1
 			}

@@ -10,7 +10,7 @@
 #   NVMe-oF: fio sequential write and read, 256 KiB blocks (MB/s);
 #   NFS over RDMA: a 32 MiB file written (with fsync) and read back after
 #   a remount (MB/s).
-# timeout: 7200
+# timeout: 6600
 # shellcheck source=../cluster-lib.sh
 . "$(dirname "$0")/../cluster-lib.sh"
 
@@ -147,7 +147,7 @@ stats() { python3 -c '
 import statistics, sys
 v = [float(x) for x in sys.argv[1:]]
 m = statistics.median(v)
-print("%.4g %d" % (m, round(100 * (max(v) - min(v)) / m) if m else 0))' "$@"; }
+print("%.2f %d" % (m, round(100 * (max(v) - min(v)) / m) if m else 0))' "$@"; }
 echo "| case | rxe | ±% | sroce | ±% | sroce/rxe |"
 echo "|---|---:|---:|---:|---:|---:|"
 for c in "${cases[@]}"; do
@@ -155,5 +155,6 @@ for c in "${cases[@]}"; do
 	read -r rm rs <<<"$(stats ${results[rxe|$c]})"
 	# shellcheck disable=SC2086
 	read -r sm ss <<<"$(stats ${results[sroce|$c]})"
-	printf '| %s | %s | %s | %s | %s | %.2f |\n' "$c" "$rm" "$rs" "$sm" "$ss" "$(echo "$sm / $rm" | bc -l)"
+	printf '| %s | %s | %s | %s | %s | %.2f |\n' "$c" "$rm" "$rs" "$sm" "$ss" \
+		"$(python3 -c 'import sys; print(float(sys.argv[1]) / float(sys.argv[2]))' "$sm" "$rm")"
 done

@@ -4,10 +4,11 @@
 # modprobe from the installed modules (on a kernel with the RDMA core and
 # UDP tunnels as modules, depmod's dependencies bring those in), bound to
 # the node's NIC; RC ping-pongs with payload checks around the ring of
-# nodes over the IPv4 GID (each node once server, once client), over the
-# global IPv6 GID and over GID 0 (the IPv6 link-local GID tools pick
-# first); UD ping-pong; rping over rdma_cm, which moves its data with RDMA
-# READ and WRITE and verifies it; the packet counters of every node move.
+# nodes over the IPv4 GID (each node once server, once client), between
+# nodes 0 and 1 over the global IPv6 GID and between nodes 1 and 2 over
+# GID 0 (the IPv6 link-local GID tools pick first); UD ping-pong node 0 ->
+# 2; rping node 1 -> 2 over rdma_cm, which moves its data with RDMA READ
+# and WRITE and verifies it; the packet counters of every node move.
 # timeout: 400
 # shellcheck source=../cluster-lib.sh
 . "$(dirname "$0")/../cluster-lib.sh"
@@ -77,7 +78,8 @@ log "RC ping-pong over the IPv6 global and link-local GIDs"
 # datagram: on a segment that may drop frames, up to three tries.
 gs=$(gid_on 2 sroce0) gc=$(gid_on 0 sroce0)
 for try in 1 2 3; do
-	(pair_on 2 "ibv_ud_pingpong -d sroce0 -g $gs -n 200 -s 1024 -c" \
+	# (The subshell runs no EXIT trap: it kills its own background server.)
+	(_BG_PIDS=() && trap _kill_bg EXIT && pair_on 2 "ibv_ud_pingpong -d sroce0 -g $gs -n 200 -s 1024 -c" \
 		0 "timeout $((40 * SCALE)) ibv_ud_pingpong -d sroce0 -g $gc -n 200 -s 1024 -c $(ip_of 2)" &&
 		assert_match "$CLIENT_OUT" "200 iters in" "UD ping-pong node 0 -> node 2") && break
 	((try < 3)) || fail "UD ping-pong node 0 -> node 2 failed three times"
