@@ -191,12 +191,9 @@ timeout -k 20 "$vm_timeout" "${cmd[@]}" </dev/null 2>&1 |
 vm_rc=${PIPESTATUS[0]}
 elapsed=$((SECONDS - start))
 
-passed=0 failed=0 skipped=0
-if [[ -f $results/results ]]; then
-	passed=$(grep -c '^ok ' "$results/results")
-	failed=$(grep -c '^FAIL ' "$results/results")
-	skipped=$(grep -c '^skip ' "$results/results")
-fi
+# shellcheck source=host-results.sh
+. "$here/host-results.sh"
+count_results "$results"
 if [[ ! -f $results/done ]]; then
 	current=$(cat "$results/current" 2>/dev/null || true)
 	why="node 0 exited with status $vm_rc before the tests finished"
@@ -217,9 +214,4 @@ printf '# cluster run took %ds; the host dropped %d UDP datagrams meanwhile (Rcv
 if ((bench)); then
 	grep -h '^|' "$results"/*.log 2>/dev/null
 fi
-if ((skipped > 0)); then
-	printf '%d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
-else
-	printf '%d passed, %d failed\n' "$passed" "$failed"
-fi
-((failed == 0 && passed > 0))
+print_summary

@@ -161,12 +161,9 @@ if ((demo)); then
 	exit 0
 fi
 
-passed=0 failed=0 skipped=0
-if [[ -f $results/results ]]; then
-	passed=$(grep -c '^ok ' "$results/results")
-	failed=$(grep -c '^FAIL ' "$results/results")
-	skipped=$(grep -c '^skip ' "$results/results")
-fi
+# shellcheck source=host-results.sh
+. "$here/host-results.sh"
+count_results "$results"
 if [[ ! -f $results/done ]]; then
 	# The VM died, hung or never got to run vm-main.sh.
 	current=$(cat "$results/current" 2>/dev/null || true)
@@ -186,9 +183,4 @@ if ((passed + failed + skipped == 0)); then
 	failed=1
 fi
 printf '# VM run took %ds\n' "$elapsed"
-if ((skipped > 0)); then
-	printf '%d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
-else
-	printf '%d passed, %d failed\n' "$passed" "$failed"
-fi
-((failed == 0 && passed > 0))
+print_summary
