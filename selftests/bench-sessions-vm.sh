@@ -1,9 +1,11 @@
 #!/bin/bash
 # The sessions benchmark, run inside the VM by `run.sh --bench-sessions`:
 # two paths between the hosts (selftests/lib.sh multipath_hosts), each
-# shaped by tc to the same rate; prints the aggregate RDMA WRITE throughput
-# of a two-session group over that of one session, and the failover time
-# when one path is cut mid-transfer. A benchmark: prints, asserts nothing.
+# shaped by tc; prints the RDMA WRITE throughput of two-session groups
+# over one session (two QPs; one QP over two equal links; one QP over
+# links of unequal rate against their sum), one QP's goodput with 1% loss
+# on one link against rxe's, and the failover time when one path is cut
+# mid-transfer. A benchmark: prints, asserts nothing.
 set -uo pipefail
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 # shellcheck source=lib.sh
@@ -19,11 +21,22 @@ echo "sroce bench: sessions, $(uname -r), $(nproc) CPUs, each path shaped to $RA
 
 load_sroce
 multipath_hosts
-for n in 1 2; do
-	for l in v w; do
-		in_ns "h$n" tc qdisc add dev "$l$n" root tbf rate "$RATE" burst 64kb latency 3s
+# shape LINK RATE [LOSS]: both ends of link v or w shaped to RATE, the
+# h2-to-h1 direction (the data's) losing LOSS of its packets.
+shape() {
+	local n
+	for n in 1 2; do
+		in_ns "h$n" tc qdisc del dev "$1$n" root 2>/dev/null
+		if [[ -n ${3:-} && $n == 2 ]]; then
+			in_ns "h$n" tc qdisc add dev "$1$n" root handle 1: netem loss "$3"
+			in_ns "h$n" tc qdisc add dev "$1$n" parent 1: handle 2: tbf rate "$2" burst 64kb latency 3s
+		else
+			in_ns "h$n" tc qdisc add dev "$1$n" root tbf rate "$2" burst 64kb latency 3s
+		fi
 	done
-done
+}
+shape v "$RATE"
+shape w "$RATE"
 link_devices 10.77.9.1 10.77.9.2
 g1=$G1 g2=$G2
 
@@ -32,13 +45,15 @@ group() { # SIZE POLICY GUARD
 	for d in sroce1 sroce2; do "$SROCE" dev set "$d" group-size "$1" policy "$2" reorder-guard "$3"; done
 }
 
-# write_bw QPS: MB/s of an ib_write_bw -D $SECS run over QPS queue pairs
-# from h2 to h1 (n/a on error).
+# write_bw QPS [DEV1 GID1 DEV2 GID2 ADDR]: MB/s of an ib_write_bw -D $SECS
+# run over QPS queue pairs from h2 to h1 (n/a on error); sroce1/sroce2
+# over the service addresses by default.
 write_bw() {
-	in_ns h1 timeout 60 ib_write_bw -d sroce1 -x "$g1" -q "$1" -D "$SECS" -s 65536 -F >"$TEST_TMP/srv" 2>&1 &
+	local d1=${2:-sroce1} x1=${3:-$g1} d2=${4:-sroce2} x2=${5:-$g2} addr=${6:-10.77.9.1}
+	in_ns h1 timeout 60 ib_write_bw -d "$d1" -x "$x1" -q "$1" -D "$SECS" -s 65536 -F >"$TEST_TMP/srv" 2>&1 &
 	local srv=$! t=0
 	until in_ns h1 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
-	in_ns h2 timeout 60 ib_write_bw -d sroce2 -x "$g2" -q "$1" -D "$SECS" -s 65536 -F 10.77.9.1 >"$TEST_TMP/cli" 2>&1
+	in_ns h2 timeout 60 ib_write_bw -d "$d2" -x "$x2" -q "$1" -D "$SECS" -s 65536 -F "$addr" >"$TEST_TMP/cli" 2>&1
 	local rc=$?
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
@@ -53,18 +68,42 @@ group 1 hash on
 one2=$(write_bw 2)
 group 2 hash on
 two2=$(write_bw 2)
-# One QP: round-robin per message (no reorder guard) over two links pays
-# for reordering with go-back-N (RC accepts only the expected PSN).
+# One QP: round-robin per message over two links; the two sroce peers
+# agree on the multipath transport (the responder holds what arrives
+# early, SACKs; selective resends).
 group 1 hash on
 one1=$(write_bw 1)
 group 2 round-robin off
 two1=$(write_bw 1)
+# Links of unequal rate: one session on v shaped to each rate, then one QP
+# over both (least-outstanding: each session gets messages as its queue
+# drains) against the sum.
+SLOW_RATE=${SROCE_BENCH_SLOW_RATE:-20mbit}
+group 1 hash on
+shape v "$SLOW_RATE"
+one_slow=$(write_bw 1)
+shape v "$RATE"
+shape w "$SLOW_RATE"
+group 2 least-outstanding off
+uneq=$(write_bw 1)
+shape w "$RATE"
+sum_uneq=$(awk -v a="$one1" -v b="$one_slow" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a + b; else print "n/a" }')
+# 1% loss on link v (h2 to h1): sroce one QP over both links, and with one
+# session (v only, as rxe below).
+LOSS=${SROCE_BENCH_LOSS:-1%}
+shape v "$RATE" "$LOSS"
+group 2 round-robin off
+lossy_two=$(write_bw 1)
+group 1 hash on
+lossy_one=$(write_bw 1)
+shape v "$RATE"
 
 # (The shaper's queue holds the perftest window, 128 x 64 KiB: RoCE
 # expects a lossless fabric, and sroce has no congestion control.)
 
-# Failover is measured on unshaped links: a shaper's deep queue makes the
-# RTT exceed the RTO by itself.
+# Failover is measured on unshaped links, with two sessions per QP: a
+# shaper's deep queue makes the RTT exceed the RTO by itself.
+group 2 round-robin off
 for n in 1 2; do
 	for l in v w; do in_ns "h$n" tc qdisc del dev "$l$n" root; done
 done
@@ -80,7 +119,8 @@ in_ns h2 timeout 90 ib_write_bw -d sroce2 -x "$g2" -D 30 -s 65536 -F 10.77.9.1 >
 cli=$!
 sleep 4
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-sessions() { "$SROCE" session show sroce2; }
+# Listed only in the namespace of the device's net device.
+sessions() { in_ns h2 "$SROCE" session show sroce2; }
 t0=$(now_ms)
 for n in 1 2; do in_ns "h$n" tc qdisc replace dev "w$n" root netem loss 100%; done
 detect=n/a resume=n/a
@@ -122,13 +162,38 @@ cli_rc=$?
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 
+# rxe, one QP over link v (its only path: rxe takes packets only from the
+# net device it is bound to) with the same loss, in the same VM run.
+lossy_rxe=n/a
+if [[ -f ${RXE_KO:-} ]]; then
+	for d in sroce1 sroce2; do rdma link delete "$d" 2>/dev/null; done
+	unload_sroce
+	load_rxe
+	in_ns h1 rdma link add rxe1 type rxe netdev v1 && in_ns h2 rdma link add rxe2 type rxe netdev v2
+	wait_port_active rxe1
+	wait_port_active rxe2
+	r1=$(gid_index rxe1 10.77.1.1) r2=$(gid_index rxe2 10.77.1.2)
+	shape v "$RATE" "$LOSS"
+	lossy_rxe=$(write_bw 1 rxe1 "$r1" rxe2 "$r2" 10.77.1.1)
+	shape v "$RATE"
+	for d in rxe1 rxe2; do rdma link delete "$d" 2>/dev/null; done
+	unload_rxe
+fi
+
 echo
 printf '%-58s %s\n' "2 QPs, 1 session each (MB/s)" "$one2"
 printf '%-58s %s\n' "2 QPs, 2 sessions each, hash (MB/s)" "$two2"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one2" "$two2")"
 printf '%-58s %s\n' "1 QP, 1 session (MB/s)" "$one1"
-printf '%-58s %s\n' "1 QP, 2 sessions, round-robin per message (MB/s)" "$two1"
-printf '%-58s %s\n' "  ratio" "$(ratio "$one1" "$two1")"
+printf '%-58s %s\n' "1 QP, 2 sessions, multipath, round-robin (MB/s)" "$two1"
+printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one1" "$two1")"
+printf '%-58s %s\n' "1 QP, 1 session, link at $SLOW_RATE (MB/s)" "$one_slow"
+printf '%-58s %s\n' "1 QP, 2 sessions, links at $RATE + $SLOW_RATE, least-outst. (MB/s)" "$uneq"
+printf '%-58s %s (goal >= 0.9)\n' "  ratio to the sum of one session on each ($sum_uneq)" "$(ratio "$sum_uneq" "$uneq")"
+printf '%-58s %s\n' "$LOSS loss on v: sroce 1 QP, 2 sessions, multipath (MB/s)" "$lossy_two"
+printf '%-58s %s\n' "$LOSS loss on v: sroce 1 QP, 1 session on v (MB/s)" "$lossy_one"
+printf '%-58s %s\n' "$LOSS loss on v: rxe 1 QP on v (MB/s)" "$lossy_rxe"
+printf '%-58s %s (goal >= 2)\n' "  ratio sroce multipath / rxe" "$(ratio "$lossy_rxe" "$lossy_two")"
 printf '%-58s %s ms (RTO 67 ms: perftest timeout 14)\n' "failover: cut to session reported down" "$detect"
 printf '%-58s %s ms\n' "failover: cut to 100 packets on the live session" "$resume"
 ms() { [[ -n $1 ]] && echo "$(($1 / 1000)) ms ($(awk -v f="$1" 'BEGIN { printf "%.1f", f / 67109 }') x RTO; target <= 3)" || echo n/a; }

@@ -9,7 +9,7 @@
 //! built by value on the stack (a 128-deep requester alone is 4 KiB, and a
 //! kernel stack is 16).
 
-use kernel::prelude::*;
+use kernel::{alloc::Flags, prelude::*};
 
 /// A fixed-length table of `T` on the heap.
 pub(crate) struct EngineStore<T>(KVVec<T>);
@@ -18,6 +18,18 @@ impl<T: Clone> EngineStore<T> {
     /// `n` copies of `empty`. Process context (may sleep).
     pub(crate) fn filled(n: usize, empty: T) -> Result<Self> {
         Ok(Self(KVVec::from_elem(empty, n, GFP_KERNEL)?))
+    }
+}
+
+impl<T> EngineStore<T> {
+    /// `n` values made by `make` (for elements that cannot be copied),
+    /// allocated with `flags`.
+    pub(crate) fn from_fn(n: usize, flags: Flags, mut make: impl FnMut() -> T) -> Result<Self> {
+        let mut v = KVVec::with_capacity(n, flags)?;
+        for _ in 0..n {
+            v.push_within_capacity(make()).map_err(|_| ENOMEM)?;
+        }
+        Ok(Self(v))
     }
 }
 

@@ -45,6 +45,10 @@ pub(crate) fn fill(qp: &Qp<SroceDevice>, out: &mut DriverAttrs<'_>) -> Result {
         .filter(|(s, _)| s.state() == crate::roce::session::State::Up)
         .count();
     out.put_u32(c"sessions_up", u32::try_from(up).unwrap_or(u32::MAX))?;
+    // The multipath transport, per direction: this side sprays and reads
+    // SACKs (its peer reorders); this side holds and SACKs.
+    out.put_u32(c"multipath_tx", u32::from(rc.mp.requester_on()))?;
+    out.put_u32(c"multipath_rx", u32::from(rc.mp.responder_on()))?;
     if let Some(us) = sessions.last_failover_us() {
         out.put_u32(c"last_failover_us", u32::try_from(us).unwrap_or(u32::MAX))?;
         let max = sessions.max_failover_us();

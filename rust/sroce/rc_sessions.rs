@@ -20,7 +20,10 @@
 
 use super::{device::SroceDevice, engine_store::EngineStore, io};
 use crate::net::port_reservation::ReservedPort;
-use crate::rdma::device::{Device, PORT};
+use crate::rdma::{
+    device::{Device, PORT},
+    qp::Qp,
+};
 use crate::roce::{
     psn::Psn,
     requester::RequestPacket,
@@ -32,6 +35,7 @@ use crate::roce::{
         SessionId, MAX_SESSIONS,
     },
 };
+use crate::sroce::io::counters::Counter;
 use kernel::{alloc::KVBox, prelude::*};
 
 /// What made the requester go back.
@@ -89,7 +93,13 @@ pub(crate) struct QpSessions<const W: usize> {
     /// The 5-tuple of each session (index = session id).
     flows: KVec<io::Flow>,
     /// Holds the source ports of sessions 1.. for the QP's lifetime.
-    _ports: KVec<ReservedPort>,
+    ports: KVec<ReservedPort>,
+    /// Holds session 0's port once it was replaced (before, it is the
+    /// computed RoCEv2 port, held by no socket, as in any RoCEv2 stack).
+    port0: Option<ReservedPort>,
+    /// A session whose congestion stayed high, to get a fresh 5-tuple
+    /// (the work item does it: reserving a port sleeps).
+    replace_wanted: Option<SessionId>,
     /// The session each WQE in flight was last sent on.
     ledger: LedgerWith<EngineStore<LedgerEntry>>,
     /// What the group was built from, to rebuild it.
@@ -113,6 +123,12 @@ pub(crate) struct QpSessions<const W: usize> {
     probe: Option<(u8, Psn)>,
     /// Each session's state as last reported ([`Self::state_changes`]).
     reported: [State; MAX_SESSIONS],
+    /// The reorder guard as configured (the group's own is off while the
+    /// peer reorders).
+    configured_guard: bool,
+    /// The peer's responder holds out-of-order requests (multipath agreed):
+    /// messages are spread without the reorder guard.
+    multipath: bool,
 }
 
 /// What [`QpSessions::poll`] asks of the work item.
@@ -219,7 +235,9 @@ impl<const W: usize> QpSessions<W> {
             Self {
                 group,
                 flows,
-                _ports: held,
+                ports: held,
+                port0: None,
+                replace_wanted: None,
                 ledger,
                 origin,
                 links,
@@ -230,6 +248,8 @@ impl<const W: usize> QpSessions<W> {
                 max_failover_us: 0,
                 probe: None,
                 reported,
+                configured_guard: cfg.reorder_guard,
+                multipath: false,
             },
             GFP_KERNEL,
         )?)
@@ -269,10 +289,13 @@ impl<const W: usize> QpSessions<W> {
         let Some(mut fresh) = fresh.filter(|_| usize::from(cfg.size.max(1)) != self.group.len())
         else {
             self.group.set_policy(cfg.policy);
-            self.group.set_reorder_guard(cfg.reorder_guard);
+            self.configured_guard = cfg.reorder_guard;
+            self.group
+                .set_reorder_guard(cfg.reorder_guard && !self.multipath);
             return None;
         };
         fresh.ledger.take_over(&self.ledger);
+        fresh.set_multipath(self.multipath);
         fresh.last_failover_us = self.last_failover_us;
         fresh.max_failover_us = self.max_failover_us;
         core::mem::swap(self, &mut *fresh);
@@ -288,6 +311,52 @@ impl<const W: usize> QpSessions<W> {
         // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
         self.group.set_retry_cnt(retry_cnt.min(6));
         self.group.set_rto_us(rto_us);
+    }
+
+    /// The peer's responder reorders (multipath agreed): the reorder guard
+    /// is lifted, messages go where the policy says.
+    pub(crate) fn set_multipath(&mut self, on: bool) {
+        self.multipath = on;
+        self.group.set_reorder_guard(self.configured_guard && !on);
+    }
+
+    /// Asks for session `id` to get a fresh 5-tuple (its congestion stayed
+    /// high); one at a time. Whether the work item has to run for it.
+    pub(crate) fn want_replace(&mut self, id: SessionId) -> bool {
+        if self.replace_wanted.is_some() || usize::from(id.0) >= self.flows.len() {
+            return false;
+        }
+        self.replace_wanted = Some(id);
+        true
+    }
+
+    /// Whether a replacement waits for the work item.
+    pub(crate) fn replace_pending(&self) -> bool {
+        self.replace_wanted.is_some()
+    }
+
+    /// Whether a duplicate probe is in flight (its re-ACK must stay
+    /// unambiguous).
+    pub(crate) fn probe_in_flight(&self) -> bool {
+        self.probe.is_some()
+    }
+
+    /// Where a packet presumed lost on session `lost` is sent again: the
+    /// next Up session after it (another path), else `lost` itself.
+    pub(crate) fn resend_flow(&self, lost: Option<u8>) -> Option<(SessionId, io::Flow)> {
+        let n = self.group.len();
+        let from = usize::from(lost.unwrap_or(0));
+        let up = (1..=n)
+            .map(|k| from.wrapping_add(k) % n.max(1))
+            .find(|&i| {
+                self.group
+                    .sessions()
+                    .get(i)
+                    .is_some_and(|s| s.state() == State::Up)
+            })
+            .unwrap_or(from);
+        let id = u8::try_from(up).ok()?;
+        Some((SessionId(id), *self.flows.get(up)?))
     }
 
     /// Whether the group has several sessions (and so decides retries).
@@ -318,29 +387,43 @@ impl<const W: usize> QpSessions<W> {
         self.group.config().policy
     }
 
-    /// The flow packet `p` of a `wqe_len`-byte message goes out on; the
-    /// first packet of each message (or of its resend) is reported to the
-    /// group.
+    /// The sessions that are Up.
+    pub(crate) fn up_ids(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.group
+            .sessions()
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.state() == State::Up)
+            .filter_map(|(i, _)| u8::try_from(i).ok().map(SessionId))
+    }
+
+    /// The session and flow packet `p` of a `wqe_len`-byte message goes
+    /// out on; the first packet of each message (or of its resend) is
+    /// reported to the group. A new message goes on `prefer` instead of
+    /// the policy's choice while that session is Up (the multipath
+    /// transport's choices: see `rc::multipath::preferred_session`).
     pub(crate) fn flow_for(
         &mut self,
         p: &RequestPacket,
         wqe_len: u32,
         mtu: u32,
+        prefer: Option<SessionId>,
         now_us: u64,
-    ) -> Option<io::Flow> {
+    ) -> Option<(SessionId, io::Flow)> {
         let packets = wqe_len.div_ceil(mtu.max(1)).max(1);
-        let sid = self.ledger.on_packet(
+        let sid = self.ledger.on_packet_preferring(
             &mut self.group,
             p.tag,
             p.retransmit,
             wqe_len,
             packets,
             now_us,
+            prefer,
         );
-        self.flows
-            .get(usize::from(sid.0))
-            .or_else(|| self.flows.first())
-            .copied()
+        match self.flows.get(usize::from(sid.0)) {
+            Some(f) => Some((sid, *f)),
+            None => self.flows.first().map(|f| (SessionId(0), *f)),
+        }
     }
 
     /// Work request `tag` completed successfully.
@@ -513,6 +596,186 @@ impl<const W: usize> QpSessions<W> {
             }
         }
     }
+}
+
+/// What a replacement needs from the group, read under the QP's lock.
+struct ReplaceRequest {
+    id: SessionId,
+    flow: io::Flow,
+    taken: [u16; MAX_SESSIONS],
+    link: Option<usize>,
+    links: [i32; MAX_SESSIONS],
+    range: PortRange,
+    qpn: u32,
+    replacements: u64,
+}
+
+impl<const W: usize> QpSessions<W> {
+    fn replace_request(&self) -> Option<ReplaceRequest> {
+        let id = self.replace_wanted?;
+        let i = usize::from(id.0);
+        let flow = *self.flows.get(i)?;
+        let mut taken = [0u16; MAX_SESSIONS];
+        for (t, f) in taken.iter_mut().zip(self.flows.iter()) {
+            *t = f.src_port;
+        }
+        let mut links = [0i32; MAX_SESSIONS];
+        for (l, k) in links.iter_mut().zip(self.links.iter()) {
+            *l = k.ifindex;
+        }
+        let session = self.group.sessions().get(i)?;
+        Some(ReplaceRequest {
+            id,
+            flow,
+            taken,
+            link: (!self.links.is_empty()).then_some(usize::from(session.local_addr())),
+            links,
+            range: self.origin.ports,
+            qpn: self.origin.qpn,
+            replacements: session.counters().replacements,
+        })
+    }
+
+    /// Session `id` (still at `old_port`) leaves from now on from the port
+    /// `r` holds, through link `link`; returns the reservation to release
+    /// (unlocked), or `r` back if the group changed meanwhile.
+    fn apply_replacement(
+        &mut self,
+        id: SessionId,
+        old_port: u16,
+        r: ReservedPort,
+        link: usize,
+        now_us: u64,
+    ) -> Option<ReservedPort> {
+        self.replace_wanted = None;
+        let i = usize::from(id.0);
+        if self.flows.get(i).map(|f| f.src_port) != Some(old_port) {
+            return Some(r);
+        }
+        let port = r.port();
+        let old = if i == 0 {
+            self.port0.replace(r)
+        } else {
+            match self.ports.get_mut(i - 1) {
+                Some(slot) => Some(core::mem::replace(slot, r)),
+                None => return Some(r),
+            }
+        };
+        if let Some(f) = self.flows.get_mut(i) {
+            f.src_port = port;
+        }
+        let _ = self
+            .group
+            .replace(id, port, u8::try_from(link).unwrap_or(0), now_us);
+        old
+    }
+}
+
+/// Gives the session a pass asked for a fresh 5-tuple (its congestion
+/// stayed high, `rc::multipath`): a new source port from the device's
+/// range is reserved unlocked (a socket bind may sleep), preferably one
+/// whose route leaves through another of the group's links than the
+/// session's, swapped in under the QP's lock and reported on the
+/// `sroce-events` group; the old port is released afterwards. Messages in
+/// flight on the old port complete normally (a receiver takes a QP's
+/// packets from any source port). Process context: the work item. Not
+/// inlined: its frame stays out of the work item's.
+#[inline(never)]
+pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
+    let dev = qp.device();
+    let req = {
+        let inner = qp.data().lock();
+        inner
+            .rc
+            .as_ref()
+            .and_then(|rc| rc.sessions.replace_request())
+    };
+    let Some(req) = req else { return };
+    let picked = dev
+        .netdev(PORT)
+        .and_then(|ndev| pick_replacement(dev, ndev.net(), &req));
+    let mut inner = qp.data().lock();
+    let Some(rc) = inner.rc.as_mut() else { return };
+    let (_, _, now_us) = rc.sessions_origin();
+    let Some((r, link)) = picked else {
+        // Nothing free now: asked again after the next congested epochs.
+        rc.sessions.replace_wanted = None;
+        return;
+    };
+    let old = rc
+        .sessions
+        .apply_replacement(req.id, req.flow.src_port, r, link, now_us);
+    let swapped = rc
+        .sessions
+        .flows
+        .get(usize::from(req.id.0))
+        .is_some_and(|f| f.src_port != req.flow.src_port);
+    if swapped {
+        dev.data().io.counters.inc(Counter::MpReplaced);
+        let policy = rc.sessions.policy();
+        let i = usize::from(req.id.0);
+        if let (Some(s), Some(f)) = (
+            rc.sessions.group.sessions().get(i),
+            rc.sessions.flows.get(i),
+        ) {
+            crate::sroce::session_events::report_replaced(
+                dev,
+                qp.data().qpn(),
+                policy,
+                i,
+                s,
+                f,
+                req.flow.src_port,
+            );
+        }
+    }
+    drop(inner);
+    drop(old);
+}
+
+/// A fresh port for the session of `req`, reserved: preferably on a link
+/// of the group other than the session's; else any free one.
+fn pick_replacement(
+    dev: &Device<SroceDevice>,
+    net: &crate::net::netns::Net,
+    req: &ReplaceRequest,
+) -> Option<(ReservedPort, usize)> {
+    let span = req.range.len().max(1);
+    let seed = req.qpn ^ u32::from(req.flow.src_port) ^ (req.replacements as u32).rotate_left(16);
+    let mut cursor = crate::roce::session::port_range::hash_32(seed, 16) % span;
+    let links = &req.links[..];
+    let mut fallback: Option<(ReservedPort, usize)> = None;
+    for tries in 0..PORT_TRIES {
+        let port = (u32::from(req.range.first()) + cursor % span) as u16;
+        cursor = cursor.wrapping_add(1);
+        if req.taken.contains(&port) {
+            continue;
+        }
+        let candidate = io::Flow {
+            src_port: port,
+            out: io::OutPort::Routed,
+            ..req.flow
+        };
+        let out = io::out_ifindex(dev, &candidate).ok();
+        let link = out.and_then(|o| links.iter().position(|&l| l == o && o != 0));
+        match (link, req.link) {
+            (Some(l), Some(now)) if l != now => {
+                if let Ok(r) = ReservedPort::new(net, port) {
+                    return Some((r, l));
+                }
+            }
+            (l, _) if fallback.is_none() => {
+                fallback = ReservedPort::new(net, port)
+                    .ok()
+                    .map(|r| (r, l.or(req.link).unwrap_or(0)));
+            }
+            _ => {}
+        }
+        if fallback.is_some() && tries > PATH_TRIES {
+            break;
+        }
+    }
+    fallback
 }
 
 /// The `hash` policy's key for QP `qpn`: the session that leaves through

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Session events: when a session of a connected queue pair goes down,
-//! comes back up or starts probing, a [`abi::CMD_SESSION_EVENT`] message
-//! (the attributes of a `session show` entry, with the new state) goes to
+//! comes back up or starts probing, or gets a fresh 5-tuple (then with
+//! [`abi::ATTR_REPLACED_SPORT`], the port it left from before), a
+//! [`abi::CMD_SESSION_EVENT`] message (the attributes of a `session show`
+//! entry, with the new state) goes to
 //! the `sroce-events` multicast group of the generic netlink family, in the
 //! network namespace of the device's net device (`sroce monitor` listens).
 //!
@@ -26,6 +28,32 @@ pub(crate) fn report(
     session: &Session,
     flow: &io::Flow,
 ) {
+    send(dev, qpn, policy, id, session, flow, None);
+}
+
+/// Reports that session `id` of queue pair `qpn` got a fresh 5-tuple
+/// (`flow`; it left from `old_port` before). Any context.
+pub(crate) fn report_replaced(
+    dev: &Device<SroceDevice>,
+    qpn: u32,
+    policy: Policy,
+    id: usize,
+    session: &Session,
+    flow: &io::Flow,
+    old_port: u16,
+) {
+    send(dev, qpn, policy, id, session, flow, Some(old_port));
+}
+
+fn send(
+    dev: &Device<SroceDevice>,
+    qpn: u32,
+    policy: Policy,
+    id: usize,
+    session: &Session,
+    flow: &io::Flow,
+    replaced: Option<u16>,
+) {
     let Some(ndev) = dev.netdev(PORT) else {
         return;
     };
@@ -34,6 +62,10 @@ pub(crate) fn report(
         m.put(abi::ATTR_DEV_NAME, dev.name())?;
         m.put(abi::ATTR_QPN, &qpn)?;
         m.put(abi::ATTR_POLICY, &abi::policy_to_u8(policy))?;
-        ctl::fill_session(m, id, session, flow)
+        ctl::fill_session(m, id, session, flow)?;
+        if let Some(old) = replaced {
+            m.put(abi::ATTR_REPLACED_SPORT, &old)?;
+        }
+        Ok(())
     });
 }

@@ -10,6 +10,8 @@
 # an idle QP's session goes down with its link and comes back up by
 # duplicate probes, which `sroce monitor` (the sroce-events group) reports;
 # the receiving side counts each of the sender's sessions (flow show).
+# The two sroce peers agree on the multipath transport (checked in the
+# resource dump), so the cut happens with it on.
 # timeout: 420
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -252,6 +254,9 @@ res=$(rdma -dd resource show qp link sroce2/1 lqpn "$qpn" 2>&1 || true)
 log "rdma -dd resource show qp lqpn $qpn: $res"
 assert_match "$res" "session_group_size 2" "rdma resource show qp: group size"
 assert_match "$res" "session_policy round-robin" "rdma resource show qp: policy"
+# Two sroce peers with two sessions agree on the multipath transport
+# (90-sessions-multipath): the cut below happens with it on.
+assert_match "$res" "multipath_tx 1" "rdma resource show qp: multipath agreed"
 ((dv > 500 * KIB && dw > 500 * KIB)) || fail "after qp set the QP did not use both links (v2 +$dv, w2 +$dw bytes)"
 # The server's side counts what it received per flow it came on: both of
 # the client's session ports (sroce flow show, in h1), as text and JSON.

@@ -108,10 +108,37 @@ pub(crate) enum Counter {
     /// On-demand paging: invalidations that dropped pages a region had
     /// faulted in (the process unmapped, freed or moved them).
     OdpInvalidations,
+    /// Multipath (`docs/sessions.md`): hellos sent (the requester of a
+    /// multi-session group asks whether the peer reorders).
+    MpHellosSent,
+    /// Multipath: hellos answered (this responder holds and SACKs for
+    /// that peer from then on).
+    MpHellosAnswered,
+    /// Multipath: connections whose peer agreed (its hello ACK arrived).
+    MpAgreed,
+    /// Multipath: requests that arrived ahead of the expected PSN and were
+    /// held until the gap before them filled.
+    MpHeld,
+    /// Multipath: requests dropped instead of held: too far ahead, or a
+    /// copy of one already held.
+    MpHoldDropped,
+    /// Multipath: selective acknowledgements sent.
+    MpSacksSent,
+    /// Multipath: selective acknowledgements received.
+    MpSacksRcvd,
+    /// Multipath: packets resent because a SACK showed them lost (packets
+    /// sent after them on the same session arrived).
+    MpSelectiveResends,
+    /// Multipath: go-back-N resends skipped because the responder holds
+    /// the packet.
+    MpResendsSkipped,
+    /// Multipath: sessions given a fresh 5-tuple because their losses
+    /// stayed high.
+    MpReplaced,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::OdpInvalidations as usize + 1;
+const COUNT: usize = Counter::MpReplaced as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -155,6 +182,16 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"odp_page_faults"),
     StatDesc::new(c"odp_fault_errors"),
     StatDesc::new(c"odp_invalidations"),
+    StatDesc::new(c"mp_hellos_sent"),
+    StatDesc::new(c"mp_hellos_answered"),
+    StatDesc::new(c"mp_agreed"),
+    StatDesc::new(c"mp_held"),
+    StatDesc::new(c"mp_hold_dropped"),
+    StatDesc::new(c"mp_sacks_sent"),
+    StatDesc::new(c"mp_sacks_rcvd"),
+    StatDesc::new(c"mp_selective_resends"),
+    StatDesc::new(c"mp_resends_skipped"),
+    StatDesc::new(c"mp_replaced"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

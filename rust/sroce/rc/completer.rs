@@ -50,6 +50,14 @@ pub(super) fn on_response(
     let Ok(r) = Response::from_headers(h, payload_len) else {
         return true;
     };
+    // With the multipath transport an ACK may overtake the responses of
+    // an earlier READ or atomic (another path): kept until they are in,
+    // not taken as their loss.
+    if let (ResponseKind::Ack(Syndrome::Ack { .. }), Some(aeth)) = (r.kind, h.aeth) {
+        if rc.sq.response_pending_through(r.psn) && rc.mp.defer_ack(r.psn, aeth) {
+            return true;
+        }
+    }
     // A READ response's data or an atomic's result is placed before the
     // engine takes the response, so that a page fault leaves both as they
     // were.
@@ -101,6 +109,12 @@ pub(super) fn on_response(
     // acknowledged).
     if let Err((tag, s)) = placed {
         fail_local(rc, tag, s);
+    }
+    // An acknowledgement kept for the responses just taken.
+    let sq = &rc.sq;
+    if let Some((psn, aeth)) = rc.mp.take_deferred_ack(|p| sq.response_pending_through(p)) {
+        let h = super::multipath::ack_headers(qp.data().qpn(), psn, aeth);
+        return on_response(qp, inner, &h, pkt, 0, 0, now);
     }
     true
 }

@@ -22,12 +22,14 @@
 //! - [`payload`]: bytes between local buffers and packets (also for UD).
 
 mod completer;
+mod multipath;
 mod payload;
 mod requester;
 mod responder;
 
 pub(crate) use completer::enter_error;
 use completer::{complete_sends, on_response};
+pub(crate) use multipath::prepare as prepare_multipath;
 pub(crate) use payload::{gather, scatter, send_packet, BufferError};
 use requester::{count_action, go_back, send, send_duplicate_probe};
 pub(crate) use responder::inner_max_recv_sge;
@@ -380,6 +382,8 @@ pub(crate) struct RcState {
     /// What arrived from the peer, counted per UDP source port it came
     /// from (the peer's sessions, as seen here).
     pub(crate) rx_flows: RxFlows,
+    /// The multipath transport, once the peer agrees.
+    pub(crate) mp: multipath::Multipath,
 }
 
 /// How many of a peer's flows a connection counts apart (the rest
@@ -453,6 +457,7 @@ impl RcState {
             Psn::new(a.sq_psn),
         );
         let resp = ResponderWith::with_storage(resources, rcfg, Psn::new(a.rq_psn));
+        let mp = multipath::Multipath::new();
         // Written in place: the state is too large for a frame of its own.
         KBox::init(
             init!(Self {
@@ -473,6 +478,7 @@ impl RcState {
                 epoch,
                 read_ingress: 0,
                 rx_flows: RxFlows::sroce(&[NetAddr(flow.src.gid())], &[NetAddr(flow.dst.gid())]),
+                mp,
             }),
             GFP_KERNEL,
         )
@@ -562,6 +568,7 @@ impl RcState {
             Psn::new(a.sq_psn),
         );
         self.timers.set_timeout(a.timeout);
+        self.mp.restart_requester(&mut self.sq);
         let rto_us = crate::roce::timer::transport_timeout_ns(a.timeout).map(|ns| ns / 1000);
         self.sessions.set_transport(a.retry_cnt, rto_us);
     }
@@ -604,7 +611,13 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>) {
 /// Whether a pass outside process context left work that needs it: a
 /// retired connection to drop, a session group to build.
 fn leaves_work(inner: &QpInner) -> bool {
-    inner.retired.is_some() || super::ud_sessions::wanted(inner) || inner.faults.any()
+    inner.retired.is_some()
+        || super::ud_sessions::wanted(inner)
+        || inner.faults.any()
+        || inner
+            .rc
+            .as_ref()
+            .is_some_and(|rc| rc.sessions.replace_pending() || rc.mp.wants_work())
 }
 
 /// The work item's body: first what needs process context (session
@@ -613,6 +626,8 @@ fn leaves_work(inner: &QpInner) -> bool {
 fn run(qp: &Qp<SroceDevice>) {
     super::odp::resolve(qp);
     super::ud_sessions::build_wanted(qp);
+    super::rc_sessions::replace_wanted(qp);
+    prepare_multipath(qp);
     let mut guard = qp.data().lock();
     run_pass(qp, &mut guard);
     // The pass tried again what waited for a fault that failed.
@@ -653,6 +668,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         let rc: &mut RcState = rc;
         if rc.timers.expire(now, &mut rc.sq) {
             counters.inc(Counter::LocalAckTimeout);
+            rc.mp.on_timeout(rc.sq.una());
             let a = go_back(rc, GoBack::Timeout, now, |sq| sq.on_timeout());
             count_action(counters, &a);
             rc.timers.on_action(now, &a);
@@ -677,7 +693,13 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     // packet that may never come: a process waiting for a completion of
     // work still in the ring posts nothing.
     // A page fault this pass stopped on is resolved by the work item.
-    let mut more = more || sends_waiting(inner) || inner.faults.any();
+    let mut more = more
+        || sends_waiting(inner)
+        || inner.faults.any()
+        || inner
+            .rc
+            .as_ref()
+            .is_some_and(|rc| rc.sessions.replace_pending() || rc.mp.wants_work());
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
         let now_us = rc.now_us(now);
@@ -726,13 +748,22 @@ fn receive_batch(
 ) -> bool {
     let mut budget = READ_RESPONSES_PER_PASS;
     send_read_responses(qp, inner, &mut budget);
+    // Held requests whose turn came while they waited behind READ
+    // responses or a page fault.
+    multipath::release(qp, inner, now);
     let mut batch = shared.take_backlog_or_batch();
     let mut taken = 0;
     while taken < RX_PER_PASS {
         let Some(pkt) = batch.pop() else { break };
+        let Some(pkt) = multipath::intercept(qp, inner, pkt, now) else {
+            taken += 1;
+            continue;
+        };
         if receive(qp, inner, &pkt, now) {
             pkt.consume();
             taken += 1;
+            // The requests held behind it, now in order.
+            multipath::release(qp, inner, now);
             continue;
         }
         // A request behind queued READ responses: they go first, then it
@@ -744,6 +775,10 @@ fn receive_batch(
         }
     }
     send_read_responses(qp, inner, &mut budget);
+    // Held requests that waited only for those READ responses.
+    multipath::release(qp, inner, now);
+    multipath::drop_stale(qp.device(), inner);
+    multipath::flush_sack(qp.device(), inner);
     let more = !batch.is_empty() || reads_queued(inner);
     let queued = shared.keep_backlog(batch);
     more || queued

@@ -261,6 +261,7 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     }
     let now_us = rc.now_us(now);
     let mtu = rc.sq.config().mtu.bytes();
+    super::multipath::maybe_hello(dev, routes, rc, now_us);
     // The packets of a message go out together (sent when it is dropped).
     let mut burst = io::Burst::new(dev);
     loop {
@@ -274,14 +275,31 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             continue;
         }
         let Some(p) = rc.sq.next_packet() else { break };
-        let wqe_len = match rc.wqes.get(p.tag as usize % SQ_DEPTH) {
-            Some(Some(w)) => w.length,
-            _ => 0,
+        let (wqe_len, responses) = match rc.wqes.get(p.tag as usize % SQ_DEPTH) {
+            Some(Some(w)) => (w.length, wqe_op(w.op).is_read_or_atomic()),
+            _ => (0, false),
         };
-        let flow = rc
+        if p.retransmit && p.psn != rc.sq.una() && rc.mp.peer_holds(p.psn) {
+            // Going back N: the peer holds this one already.
+            dev.data().io.counters.inc(Counter::MpResendsSkipped);
+            continue;
+        }
+        let una = rc.sq.una();
+        // Asked for a new message's first packet only (the ledger keeps
+        // the rest of it on the same session).
+        let prefer = if !p.retransmit && p.operation.position().starts_message() {
+            rc.mp.preferred_session(&rc.sessions, una, responses)
+        } else {
+            None
+        };
+        let (sid, flow) = rc
             .sessions
-            .flow_for(&p, wqe_len, mtu, now_us)
-            .unwrap_or(rc.flow);
+            .flow_for(&p, wqe_len, mtu, prefer, now_us)
+            .unwrap_or((SessionId(0), rc.flow));
+        if rc.mp.sent(una, p.psn, sid) {
+            // Its losses stayed high: a fresh 5-tuple (the work item).
+            rc.sessions.want_replace(sid);
+        }
         match send_request(qp, dev, routes, &mut burst, rc, &p, &flow) {
             Ok(()) if p.retransmit => dev.data().io.counters.inc(Counter::RetransmittedPkts),
             Ok(()) => {}

@@ -25,6 +25,10 @@ pub struct SessionInfo {
     pub srtt_us: u32,
     /// A RoCE v1 connection's session (Ethernet and GRH, no UDP port).
     pub roce_v1: bool,
+    /// Times its 5-tuple was replaced (congestion).
+    pub replacements: u64,
+    /// In a replacement event: the port it left from before.
+    pub replaced_sport: Option<u16>,
 }
 
 pub(crate) fn u64_of(a: &nl::Attr<'_>) -> Result<u64, nl::DecodeError> {
@@ -80,6 +84,8 @@ impl SessionInfo {
                 abi::ATTR_ACKED => s.acked = u64_of(&a)?,
                 abi::ATTR_SRTT_US => s.srtt_us = a.u32()?,
                 abi::ATTR_ROCE_V1 => s.roce_v1 = a.u8()? != 0,
+                abi::ATTR_REPLACEMENTS => s.replacements = u64_of(&a)?,
+                abi::ATTR_REPLACED_SPORT => s.replaced_sport = Some(a.u16()?),
                 // Newer kernels may add attributes.
                 _ => {}
             }
@@ -109,7 +115,8 @@ impl SessionInfo {
                 .str("dst", &addr(self.dst).to_string())
                 .num("dport", 4791)
         };
-        o.str("state", abi::state_name(self.state))
+        let o = o
+            .str("state", abi::state_name(self.state))
             .str("policy", self.policy_name())
             .num("tx_packets", self.tx_packets)
             .num("tx_bytes", self.tx_bytes)
@@ -117,7 +124,11 @@ impl SessionInfo {
             .num("retransmits", self.retransmits)
             .num("timeouts", self.timeouts)
             .num("srtt_us", self.srtt_us.into())
-            .finish()
+            .num("replacements", self.replacements);
+        match self.replaced_sport {
+            Some(p) => o.num("replaced_sport", p.into()).finish(),
+            None => o.finish(),
+        }
     }
 
     /// The line `session show` prints: the 5-tuple, or for a RoCE v1
@@ -134,8 +145,12 @@ impl SessionInfo {
                 show_addr(self.dst)
             )
         };
+        let replaced = match self.replaced_sport {
+            Some(p) => format!(" (replaces port {p})"),
+            None => String::new(),
+        };
         format!(
-            "{} qp {} session {} {} {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us",
+            "{} qp {} session {} {} {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us replaced {}{}",
             self.dev,
             self.qpn,
             self.id,
@@ -148,6 +163,8 @@ impl SessionInfo {
             self.retransmits,
             self.timeouts,
             self.srtt_us,
+            self.replacements,
+            replaced,
         )
     }
 }
@@ -178,12 +195,26 @@ mod tests {
             acked: 4,
             srtt_us: 120,
             roce_v1: false,
+            replacements: 0,
+            replaced_sport: None,
         };
         assert_eq!(
             s.line(),
             "sroce1 qp 17 session 1 10.77.9.1:61234 -> [::1]:4791 up policy round-robin \
-             tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us"
+             tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us replaced 0"
         );
+        let moved = SessionInfo {
+            replacements: 2,
+            replaced_sport: Some(61000),
+            dev: s.dev.clone(),
+            ..s
+        };
+        assert!(moved
+            .line()
+            .ends_with("srtt 120us replaced 2 (replaces port 61000)"));
+        assert!(moved
+            .json()
+            .ends_with(r#""srtt_us":120,"replacements":2,"replaced_sport":61000}"#));
         let v1 = SessionInfo {
             roce_v1: true,
             dev: s.dev.clone(),
@@ -192,15 +223,15 @@ mod tests {
         assert_eq!(
             v1.line(),
             "sroce1 qp 17 session 1 roce-v1 10.77.9.1 -> ::1 up policy round-robin \
-             tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us"
+             tx 5 pkts 500 bytes acked 4 retx 0 timeouts 1 srtt 120us replaced 0"
         );
         assert_eq!(
             v1.json(),
-            r#"{"dev":"sroce1","qpn":17,"session":1,"encap":"roce-v1","src":"10.77.9.1","dst":"::1","state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120}"#
+            r#"{"dev":"sroce1","qpn":17,"session":1,"encap":"roce-v1","src":"10.77.9.1","dst":"::1","state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120,"replacements":0}"#
         );
         assert_eq!(
             s.json(),
-            r#"{"dev":"sroce1","qpn":17,"session":1,"encap":"roce-v2","src":"10.77.9.1","sport":61234,"dst":"::1","dport":4791,"state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120}"#
+            r#"{"dev":"sroce1","qpn":17,"session":1,"encap":"roce-v2","src":"10.77.9.1","sport":61234,"dst":"::1","dport":4791,"state":"up","policy":"round-robin","tx_packets":5,"tx_bytes":500,"acked":4,"retransmits":0,"timeouts":1,"srtt_us":120,"replacements":0}"#
         );
     }
 }

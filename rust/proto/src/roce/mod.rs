@@ -40,6 +40,7 @@ pub mod grh;
 pub mod icrc;
 pub mod ieth;
 pub mod immdt;
+pub mod multipath;
 pub mod opcode;
 pub mod packet;
 pub mod psn;

@@ -257,6 +257,13 @@ impl<S: SlotStore> SendQueueWith<S> {
         *self = Self::with_storage(slots, cfg, initial_psn);
     }
 
+    /// Changes the PSN window ([`RequesterConfig::max_unacked_psns`],
+    /// clamped as when the queue was made); packets already sent stay
+    /// sent, the next ones see the new limit.
+    pub fn set_max_unacked_psns(&mut self, n: u32) {
+        self.cfg.max_unacked_psns = n.clamp(1, MessagePlan::MAX_PSNS);
+    }
+
     /// How many work requests the queue holds at most.
     pub fn capacity(&self) -> usize {
         self.slots.as_ref().len()
@@ -399,6 +406,60 @@ impl<S: SlotStore> SendQueueWith<S> {
                 retransmit,
             });
         }
+    }
+
+    /// Whether a READ or atomic that starts at or before `psn` waits for
+    /// its responses (sent, not finished): an acknowledgement of `psn`
+    /// passes it.
+    pub fn response_pending_through(&self, psn: Psn) -> bool {
+        (self.done..self.len).any(|k| {
+            self.slot(k).is_some_and(|s| {
+                s.started
+                    && s.status.is_none()
+                    && s.wqe.op.is_read_or_atomic()
+                    && !psn.is_before(s.first_psn)
+            })
+        })
+    }
+
+    /// The request packet with PSN `psn`, to send once more on its own (a
+    /// selective resend): one already sent and not yet acknowledged, of a
+    /// SEND or WRITE (each of its PSNs is a packet) or the request of a
+    /// READ or atomic (its first PSN). It asks for an ACK. `None` for any
+    /// other PSN, or in the error state. Changes nothing: the send cursor
+    /// and the window are those of [`SendQueueWith::next_packet`].
+    pub fn packet_at(&self, psn: Psn) -> Option<RequestPacket> {
+        if self.error || psn.is_before(self.una) || !psn.is_before(self.sent_end) {
+            return None;
+        }
+        for k in self.done..self.len {
+            let s = self.slot(k)?;
+            if !s.started || s.status.is_some() || s.wqe.op.is_local() {
+                continue;
+            }
+            if psn.is_before(s.first_psn) {
+                return None;
+            }
+            let index = s.first_psn.distance_to(psn);
+            if index >= s.plan.psn_count() {
+                continue;
+            }
+            if s.wqe.op.is_read_or_atomic() && index != 0 {
+                return None;
+            }
+            let seg = s.plan.segment(index, self.cfg.ack_interval)?;
+            return Some(RequestPacket {
+                tag: s.wqe.tag,
+                psn,
+                operation: seg.operation,
+                ack_req: true,
+                offset: seg.offset,
+                payload_len: seg.payload_len,
+                reth: seg.reth,
+                retransmit: true,
+            });
+        }
+        None
     }
 
     /// The driver could not build `p`, the packet

@@ -118,8 +118,14 @@ pub const ATTR_RX_FLOW: u16 = 21;
 pub const ATTR_RX_PACKETS: u16 = 22;
 /// Transport bytes received (`u64`).
 pub const ATTR_RX_BYTES: u16 = 23;
+/// Times the session's 5-tuple was replaced by a fresh one because its
+/// congestion stayed high (`u64`).
+pub const ATTR_REPLACEMENTS: u16 = 24;
+/// In a [`CMD_SESSION_EVENT`] for a replacement: the source port the
+/// session left from before (`u16`); [`ATTR_SPORT`] is the new one.
+pub const ATTR_REPLACED_SPORT: u16 = 25;
 /// The highest attribute type.
-pub const ATTR_MAX: u16 = ATTR_RX_BYTES;
+pub const ATTR_MAX: u16 = ATTR_REPLACED_SPORT;
 
 /// [`ATTR_RX_FLOW`] of the entry that counts the flows beyond the table.
 pub const RX_FLOW_OTHERS: u8 = u8::MAX;

@@ -119,6 +119,9 @@ pub struct Counters {
     pub probes: u64,
     /// Probes that got no reply.
     pub probes_failed: u64,
+    /// Times its 5-tuple was replaced by a fresh one (its congestion
+    /// stayed high: see `multipath::congestion`).
+    pub replacements: u64,
     /// Transitions to Down.
     pub downs: u64,
     /// Transitions back to Up.
@@ -154,6 +157,7 @@ impl Session {
             acked_messages: 0,
             probes: 0,
             probes_failed: 0,
+            replacements: 0,
             downs: 0,
             ups: 0,
         },
@@ -674,6 +678,28 @@ impl<S: SessionStore> Group<S> {
         let ev = s.health.on_probe_reply(now, &cfg);
         s.count(ev);
         Ok(ev == HealthEvent::WentUp)
+    }
+
+    /// Session `id` now leaves from source port `src_port` through local
+    /// link `local_addr` (a fresh 5-tuple for a congested one): it starts
+    /// Up with a fresh RTT estimate, its counters go on and count the
+    /// replacement.
+    pub fn replace(
+        &mut self,
+        id: SessionId,
+        src_port: u16,
+        local_addr: u8,
+        now: u64,
+    ) -> Result<(), SessionError> {
+        let cfg = self.cfg.health;
+        let s = self.get_mut(id)?;
+        s.src_port = src_port;
+        s.local_addr = local_addr;
+        s.health = Health::new(&cfg, now);
+        s.rtt = RttEstimator::new();
+        s.canary_pending = false;
+        s.counters.replacements = s.counters.replacements.saturating_add(1);
+        Ok(())
     }
 
     /// Nothing is outstanding on any session any more: a go-back resends

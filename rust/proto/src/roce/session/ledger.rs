@@ -18,6 +18,7 @@
 
 use super::{
     group::{Group, SessionStore},
+    health::State,
     SessionId,
 };
 
@@ -159,6 +160,24 @@ impl<E: EntryStore> LedgerWith<E> {
         packets: u32,
         now: u64,
     ) -> SessionId {
+        self.on_packet_preferring(g, tag, retransmit, bytes, packets, now, None)
+    }
+
+    /// [`LedgerWith::on_packet`], except that a new message goes on
+    /// `prefer` instead of the policy's choice while that session is Up
+    /// (the multipath transport keeps READs and atomics on one path, so
+    /// their responses come back in order).
+    #[expect(clippy::too_many_arguments, reason = "on_packet's and the preference")]
+    pub fn on_packet_preferring<S: SessionStore>(
+        &mut self,
+        g: &mut Group<S>,
+        tag: u32,
+        retransmit: bool,
+        bytes: u32,
+        packets: u32,
+        now: u64,
+        prefer: Option<SessionId>,
+    ) -> SessionId {
         let resend_on = self.resend_on;
         let new = !retransmit && tag == self.next_new;
         if new {
@@ -179,7 +198,12 @@ impl<E: EntryStore> LedgerWith<E> {
             // A message that left the window without completing (an error
             // flushed it) is no longer outstanding anywhere.
             e.uncount(g);
-            let on = g.choose().map_or(SessionId(0), |c| c.session);
+            let preferred =
+                prefer.filter(|&p| g.session(p).is_some_and(|s| s.state() == State::Up));
+            let on = match preferred {
+                Some(p) => p,
+                None => g.choose().map_or(SessionId(0), |c| c.session),
+            };
             *e = Entry {
                 tag,
                 live: true,

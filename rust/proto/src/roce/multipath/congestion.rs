@@ -1,0 +1,119 @@
+//! When a session's congestion calls for a fresh 5-tuple.
+//!
+//! With the multipath transport each session's losses are known: a packet
+//! a SACK shows lost was lost on the session that carried it (see
+//! [`super::scoreboard`]). A session whose loss rate stays above a
+//! threshold for consecutive epochs of its own packets is replaced by a
+//! fresh 5-tuple (another source port: in a fabric that hashes flows onto
+//! paths, another path), as the sessions patent family's US 12,284,115
+//! proposes. The other sessions' shares follow from the policy (with
+//! `least-outstanding`, from what each path delivers).
+
+/// When to replace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplaceConfig {
+    /// Packets sent on the session per epoch.
+    pub epoch_packets: u32,
+    /// Losses per thousand packets above which an epoch is congested.
+    pub loss_per_mille: u32,
+    /// Congested epochs in a row that replace the session.
+    pub epochs: u8,
+}
+
+impl ReplaceConfig {
+    /// 512-packet epochs, 3% loss, two in a row.
+    pub const DEFAULT: ReplaceConfig = ReplaceConfig {
+        epoch_packets: 512,
+        loss_per_mille: 30,
+        epochs: 2,
+    };
+}
+
+/// One session's losses in the current epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LossMeter {
+    sent: u32,
+    lost: u32,
+    congested: u8,
+}
+
+impl LossMeter {
+    /// Nothing counted.
+    pub const fn new() -> Self {
+        LossMeter {
+            sent: 0,
+            lost: 0,
+            congested: 0,
+        }
+    }
+
+    /// A packet of the session was presumed lost.
+    pub fn on_lost(&mut self) {
+        self.lost = self.lost.saturating_add(1);
+    }
+
+    /// A packet went out on the session; true when this ends the epoch
+    /// that makes `cfg.epochs` congested ones in a row (the meter starts
+    /// over: the caller replaces the session).
+    pub fn on_sent(&mut self, cfg: &ReplaceConfig) -> bool {
+        self.sent = self.sent.saturating_add(1);
+        if self.sent < cfg.epoch_packets.max(1) {
+            return false;
+        }
+        let congested = u64::from(self.lost).saturating_mul(1000)
+            > u64::from(cfg.loss_per_mille).saturating_mul(u64::from(self.sent));
+        self.sent = 0;
+        self.lost = 0;
+        self.congested = if congested {
+            self.congested.saturating_add(1)
+        } else {
+            0
+        };
+        if self.congested >= cfg.epochs.max(1) {
+            self.congested = 0;
+            return true;
+        }
+        false
+    }
+
+    /// The session got a fresh 5-tuple: counting starts over.
+    pub fn reset(&mut self) {
+        *self = LossMeter::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(meter: &mut LossMeter, cfg: &ReplaceConfig, packets: u32, loss_every: u32) -> u32 {
+        let mut replaced = 0;
+        for i in 1..=packets {
+            if loss_every != 0 && i % loss_every == 0 {
+                meter.on_lost();
+            }
+            if meter.on_sent(cfg) {
+                replaced += 1;
+            }
+        }
+        replaced
+    }
+
+    #[test]
+    fn sustained_loss_replaces_and_clean_paths_never() {
+        let cfg = ReplaceConfig::DEFAULT;
+        let mut m = LossMeter::new();
+        // 1% loss: never.
+        assert_eq!(run(&mut m, &cfg, 100_000, 100), 0);
+        // 10% loss: every second epoch.
+        let mut m = LossMeter::new();
+        assert_eq!(run(&mut m, &cfg, 4 * 512, 10), 2);
+        // One bad epoch between clean ones: never.
+        let mut m = LossMeter::new();
+        assert_eq!(run(&mut m, &cfg, 512, 10), 0);
+        assert_eq!(run(&mut m, &cfg, 512, 0), 0);
+        assert_eq!(run(&mut m, &cfg, 512, 10), 0);
+        m.reset();
+        assert_eq!(m, LossMeter::new());
+    }
+}
