@@ -81,6 +81,9 @@ impl SessionOverride {
     }
 }
 
+/// Source of group generations.
+static GENERATION: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
 /// Candidate ports tried per extra session for one on a new net device.
 const PATH_TRIES: u32 = 32;
 /// Candidate ports tried per extra session in all.
@@ -100,6 +103,9 @@ pub(crate) struct QpSessions<const W: usize> {
     /// A session whose congestion stayed high, to get a fresh 5-tuple
     /// (the work item does it: reserving a port sleeps).
     replace_wanted: Option<SessionId>,
+    /// Tells this group from one built after it (a replacement found
+    /// unlocked applies only to the group it was found for).
+    generation: u32,
     /// The session each WQE in flight was last sent on.
     ledger: LedgerWith<EngineStore<LedgerEntry>>,
     /// What the group was built from, to rebuild it.
@@ -238,6 +244,7 @@ impl<const W: usize> QpSessions<W> {
                 ports: held,
                 port0: None,
                 replace_wanted: None,
+                generation: GENERATION.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
                 ledger,
                 origin,
                 links,
@@ -323,7 +330,10 @@ impl<const W: usize> QpSessions<W> {
     /// Asks for session `id` to get a fresh 5-tuple (its congestion stayed
     /// high); one at a time. Whether the work item has to run for it.
     pub(crate) fn want_replace(&mut self, id: SessionId) -> bool {
-        if self.replace_wanted.is_some() || usize::from(id.0) >= self.flows.len() {
+        if !self.is_multi()
+            || self.replace_wanted.is_some()
+            || usize::from(id.0) >= self.flows.len()
+        {
             return false;
         }
         self.replace_wanted = Some(id);
@@ -600,6 +610,7 @@ impl<const W: usize> QpSessions<W> {
 
 /// What a replacement needs from the group, read under the QP's lock.
 struct ReplaceRequest {
+    generation: u32,
     id: SessionId,
     flow: io::Flow,
     taken: [u16; MAX_SESSIONS],
@@ -625,6 +636,7 @@ impl<const W: usize> QpSessions<W> {
         }
         let session = self.group.sessions().get(i)?;
         Some(ReplaceRequest {
+            generation: self.generation,
             id,
             flow,
             taken,
@@ -636,21 +648,24 @@ impl<const W: usize> QpSessions<W> {
         })
     }
 
-    /// Session `id` (still at `old_port`) leaves from now on from the port
-    /// `r` holds, through link `link`; returns the reservation to release
-    /// (unlocked), or `r` back if the group changed meanwhile.
+    /// Session `id` of the group `req` was read from leaves from now on
+    /// from the port `r` holds, through link `link`. Returns whether it
+    /// did, and the reservation to release unlocked (the old one, or `r`
+    /// if the group changed meanwhile).
     fn apply_replacement(
         &mut self,
-        id: SessionId,
-        old_port: u16,
+        req: &ReplaceRequest,
         r: ReservedPort,
         link: usize,
         now_us: u64,
-    ) -> Option<ReservedPort> {
+    ) -> (bool, Option<ReservedPort>) {
         self.replace_wanted = None;
+        let id = req.id;
         let i = usize::from(id.0);
-        if self.flows.get(i).map(|f| f.src_port) != Some(old_port) {
-            return Some(r);
+        if self.generation != req.generation
+            || self.flows.get(i).map(|f| f.src_port) != Some(req.flow.src_port)
+        {
+            return (false, Some(r));
         }
         let port = r.port();
         let old = if i == 0 {
@@ -658,7 +673,7 @@ impl<const W: usize> QpSessions<W> {
         } else {
             match self.ports.get_mut(i - 1) {
                 Some(slot) => Some(core::mem::replace(slot, r)),
-                None => return Some(r),
+                None => return (false, Some(r)),
             }
         };
         if let Some(f) = self.flows.get_mut(i) {
@@ -667,7 +682,7 @@ impl<const W: usize> QpSessions<W> {
         let _ = self
             .group
             .replace(id, port, u8::try_from(link).unwrap_or(0), now_us);
-        old
+        (true, old)
     }
 }
 
@@ -702,15 +717,9 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
         rc.sessions.replace_wanted = None;
         return;
     };
-    let old = rc
-        .sessions
-        .apply_replacement(req.id, req.flow.src_port, r, link, now_us);
-    let swapped = rc
-        .sessions
-        .flows
-        .get(usize::from(req.id.0))
-        .is_some_and(|f| f.src_port != req.flow.src_port);
+    let (swapped, old) = rc.sessions.apply_replacement(&req, r, link, now_us);
     if swapped {
+        rc.mp.session_replaced(req.id);
         dev.data().io.counters.inc(Counter::MpReplaced);
         let policy = rc.sessions.policy();
         let i = usize::from(req.id.0);

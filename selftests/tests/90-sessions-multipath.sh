@@ -78,6 +78,13 @@ perftest() { # TOOL SIZE SRVDEV SRVGID CLIDEV CLIGID SRVADDR WHAT
 		h2 "$1 -d $5 -x $6 -u $QP_TIMEOUT -n 200 -s $2 -F $7"
 	assert_match "$CLIENT_OUT" "^ *$2 +200 +[0-9.]+ +[0-9.]+" "$1 -s $2 under $8"
 }
+# perftest_from_h1 TOOL SIZE WHAT: sroce1 the client (requester), sroce2
+# serving.
+perftest_from_h1() {
+	run_pair h2 "$1 -d sroce2 -x $g2 -u $QP_TIMEOUT -n 200 -s $2 -F" \
+		h1 "$1 -d sroce1 -x $g1 -u $QP_TIMEOUT -n 200 -s $2 -F 10.77.9.2"
+	assert_match "$CLIENT_OUT" "^ *$2 +200 +[0-9.]+ +[0-9.]+" "$1 -s $2 from h1 under $3"
+}
 sroce_perftests() { # WHAT
 	local t
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
@@ -105,6 +112,9 @@ for policy in round-robin least-outstanding hash failover; do
 	verbs_data sroce2 "$g2" sroce1 "$g1" "$policy, w slower and lossy"
 	sroce_perftests "$policy, w slower and lossy"
 done
+# sroce1 as the requester of a stream too (12800 packets, half on w).
+group 2 2 round-robin
+perftest_from_h1 ib_write_bw 65536 "round-robin, w slower and lossy"
 for d in sroce1 sroce2; do
 	log "$d: agreed +$(moved $d mp_agreed), hellos +$(moved $d mp_hellos_sent) (answered +$(moved $d mp_hellos_answered)), held +$(moved $d mp_held) (dropped +$(moved $d mp_hold_dropped)), SACKs out +$(moved $d mp_sacks_sent) in +$(moved $d mp_sacks_rcvd), selective resends +$(moved $d mp_selective_resends), go-back resends skipped +$(moved $d mp_resends_skipped), retransmitted +$(moved $d retransmitted_pkts)"
 done

@@ -50,11 +50,17 @@ pub(super) fn on_response(
     let Ok(r) = Response::from_headers(h, payload_len) else {
         return true;
     };
-    // With the multipath transport an ACK may overtake the responses of
-    // an earlier READ or atomic (another path): kept until they are in,
-    // not taken as their loss.
-    if let (ResponseKind::Ack(Syndrome::Ack { .. }), Some(aeth)) = (r.kind, h.aeth) {
-        if rc.sq.response_pending_through(r.psn) && rc.mp.defer_ack(r.psn, aeth) {
+    // With the multipath transport an ACK or NAK may overtake the
+    // responses of an earlier READ or atomic (another path): kept until
+    // they are in, not taken as their loss. (An ACK acknowledges its PSN,
+    // a NAK the PSNs before it.)
+    if let (ResponseKind::Ack(syndrome), Some(aeth)) = (r.kind, h.aeth) {
+        let through = if syndrome.is_ack() {
+            r.psn
+        } else {
+            r.psn.wrapping_sub(1)
+        };
+        if rc.sq.response_pending_through(through) && rc.mp.defer_ack(r.psn, aeth) {
             return true;
         }
     }

@@ -95,6 +95,8 @@ pub(crate) struct Multipath {
     last_timeout_una: Option<Psn>,
     /// A SACK arrived since the last transport timeout.
     sacked_since_timeout: bool,
+    /// The expected PSN of the last SACK taken.
+    last_sack: Option<Psn>,
     /// A hello arrived before the reorder buffer was made: the work item
     /// makes it (it may sleep), the next hello is answered.
     want_held: bool,
@@ -117,6 +119,7 @@ impl Multipath {
             sack_ingress: 0,
             last_timeout_una: None,
             sacked_since_timeout: false,
+            last_sack: None,
             want_held: false,
             want_sprayer: None,
             deferred_ack: None,
@@ -125,7 +128,8 @@ impl Multipath {
 
     /// Whether the work item has state to make for an agreement.
     pub(crate) fn wants_work(&self) -> bool {
-        (self.want_held && self.held.is_none()) || self.want_sprayer.is_some()
+        (self.want_held && self.held.is_none())
+            || (self.want_sprayer.is_some() && self.sprayer.is_none())
     }
 
     /// The PSN window the requester uses once the peer agreed: the peer's
@@ -137,7 +141,9 @@ impl Multipath {
     /// Whether this side's responder holds and SACKs (the peer's requester
     /// said it reads SACKs, and the buffer was made).
     pub(crate) fn responder_on(&self) -> bool {
-        self.held.is_some()
+        // The buffer is made after the first hello; holding starts with
+        // the hello that is answered.
+        self.held.is_some() && self.negotiation.peer_reads_sacks()
     }
 
     /// Whether this side's requester sprays and reads SACKs (the peer's
@@ -218,19 +224,31 @@ impl Multipath {
         self.deferred_ack = None;
     }
 
-    /// An acknowledgement (`psn`, `aeth`) that passes a READ or atomic
-    /// still waiting for its responses: kept, to be applied once they are
-    /// in. Over one path responses come first, so an ACK past them means
-    /// they were lost; over several, they may just be slower.
+    /// An acknowledgement or NAK (`psn`, `aeth`) that passes a READ or
+    /// atomic still waiting for its responses: kept (the newest), to be
+    /// applied once they are in. Over one path responses come first, so
+    /// an ACK past them means they were lost; over several, they may just
+    /// be slower.
     pub(super) fn defer_ack(&mut self, psn: Psn, aeth: Aeth) -> bool {
         if self.sprayer.is_none() {
             return false;
         }
         match self.deferred_ack {
-            Some((p, _)) if !p.is_before(psn) => {}
+            Some((p, _)) if psn.is_before(p) => {}
             _ => self.deferred_ack = Some((psn, aeth)),
         }
         true
+    }
+
+    /// Session `id` got a fresh 5-tuple: its loss count starts over.
+    pub(crate) fn session_replaced(&mut self, id: SessionId) {
+        if let Some(m) = self
+            .sprayer
+            .as_mut()
+            .and_then(|s| s.meters.as_mut().get_mut(usize::from(id.0)))
+        {
+            m.reset();
+        }
     }
 
     /// The deferred acknowledgement, if the responses it waited for are
@@ -459,16 +477,23 @@ pub(crate) fn prepare(qp: &Qp<SroceDevice>) {
         .flatten();
     let mut inner = qp.data().lock();
     let Some(rc) = inner.rc.as_mut() else { return };
-    // Without memory the connection stays plain RoCEv2 (asked again by
-    // the peer's next hello or hello ACK).
-    rc.mp.want_held = false;
-    if let (Some(slots), None) = (held, rc.mp.held.as_ref()) {
-        rc.mp.held = Some(ReorderBuffer::with_storage(slots));
+    // Only what was asked for before, and is still asked for (the
+    // connection may have been made again meanwhile). Without memory the
+    // connection stays plain RoCEv2 (asked again by the peer's next hello
+    // or hello ACK).
+    if want_held && rc.mp.want_held {
+        rc.mp.want_held = false;
+        if let (Some(slots), None) = (held, rc.mp.held.as_ref()) {
+            rc.mp.held = Some(ReorderBuffer::with_storage(slots));
+        }
+    }
+    if !want_sprayer || rc.mp.sprayer.is_some() {
+        return;
     }
     let Some(ack) = rc.mp.want_sprayer.take() else {
         return;
     };
-    let Some(sprayer) = sprayer.filter(|_| rc.mp.sprayer.is_none()) else {
+    let Some(sprayer) = sprayer else {
         return;
     };
     rc.mp.negotiation.on_hello_ack(&ack);
@@ -537,6 +562,12 @@ fn on_ext(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) {
                 return;
             }
             counters.inc(Counter::MpSacksRcvd);
+            // SACKs may take different paths: an older one (a smaller
+            // expected PSN) says less than the last one did.
+            if rc.mp.last_sack.is_some_and(|l| s.expected.is_before(l)) {
+                return;
+            }
+            rc.mp.last_sack = Some(s.expected);
             rc.mp.sacked_since_timeout = true;
             // Its acknowledgement part is an ACK like any other, while
             // there is something to acknowledge (an idle QP's would pass
