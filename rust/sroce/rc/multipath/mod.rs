@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The multipath transport of one RC connection (`roce::multipath`,
-//! `docs/sessions.md` "Multipath transport"): hellos out and answered,
-//! requests that arrive ahead of the expected PSN held until their turn,
-//! selective acknowledgements out and in, and the selective resends they
-//! call for. Everything here applies only once the peer agreed; until then
-//! the connection is plain RoCEv2 both ways.
+//! `docs/sessions.md` "Multipath transport"): the connection's state and
+//! what an agreement allocates (here), the responder's side (`hold`:
+//! hellos answered, requests that arrive ahead of the expected PSN held
+//! until their turn, SACKs out) and the requester's (`spray`: hellos out,
+//! hello ACKs and SACKs in, selective resends). Everything applies only
+//! once the peer agreed; until then the connection is plain RoCEv2 both
+//! ways.
+
+mod hold;
+mod spray;
+
+pub(super) use hold::{drop_stale, flush_sack, intercept, release};
+pub(super) use spray::maybe_hello;
 
 use super::{
-    completer::on_response, receive, requester::send_request, responder::reply_flow, RcState,
-    SQ_DEPTH,
+    completer::on_response, receive, receive_waits, requester::send_request, responder::reply_flow,
+    send_packet, RcState, SQ_DEPTH,
 };
 use crate::net::route::RouteCache;
 use crate::rdma::{
@@ -276,173 +284,12 @@ fn from_peer(rc: &RcState, pkt: &RxPacket) -> bool {
     pkt.src() == rc.flow.dst && pkt.dst() == rc.flow.src && !pkt.is_roce_v1()
 }
 
-/// Looks at a received packet before the engines do: an extension packet
-/// is taken here; a hello is answered (and goes on, to be re-ACKed as the
-/// duplicate it is); with the responder's part agreed, a request ahead of
-/// the expected PSN is held or dropped. Returns the packet if the engines
-/// are to take it now.
-pub(super) fn intercept(
-    qp: &Qp<SroceDevice>,
-    inner: &mut QpInner,
-    pkt: RxPacket,
-    now: Now,
-) -> Option<RxPacket> {
-    let connected = inner.attrs.state != QpState::Init;
-    match inner.rc.as_ref() {
-        Some(rc) if rc.is_acknowledged() && from_peer(rc, &pkt) => {}
-        _ => return Some(pkt),
-    }
-    // Everything waits, in order, behind a packet that waits for a page
-    // fault (`receive` keeps it).
-    if super::receive_waits(inner) {
-        return Some(pkt);
-    }
-    if ext::is_ext(pkt.head()) {
-        on_ext(qp, inner, &pkt, now);
-        pkt.consume();
-        return None;
-    }
-    let Some(bth) = bth_of(&pkt) else {
-        return Some(pkt);
-    };
-    let QpInner { rc, routes, .. } = inner;
-    let Some(rc) = rc.as_mut() else {
-        return Some(pkt);
-    };
-    if bth.opcode.transport() != Transport::Rc || !bth.opcode.operation().is_request() {
-        return Some(pkt);
-    }
-    let ahead = bth.psn.diff(rc.resp.epsn());
-    if ahead < 0 {
-        if bth.opcode.operation() == Operation::RdmaWriteOnly && bth.ack_req {
-            answer_hello(qp.device(), routes, rc, &pkt, bth.psn);
-        }
-        if rc.mp.responder_on() {
-            // A resend of what was delivered: the requester may still
-            // think the responder holds what it took since; a SACK says
-            // what it holds now.
-            rc.mp.sack_due = true;
-            rc.mp.sack_ingress = pkt.ingress();
-        }
-        return Some(pkt);
-    }
-    if ahead <= 0 || !connected || !rc.mp.responder_on() {
-        return Some(pkt);
-    }
-    let counters = &qp.device().data().io.counters;
-    let ingress = pkt.ingress();
-    let expected = rc.resp.epsn();
-    let mp = &mut rc.mp;
-    let Some(held) = mp.held.as_mut() else {
-        return Some(pkt);
-    };
-    match held.offer(expected, bth.psn, pkt) {
-        Offer::Held => counters.inc(Counter::MpHeld),
-        Offer::Process(p) => return Some(p),
-        Offer::Duplicate(p) | Offer::Beyond(p) => {
-            counters.inc(Counter::MpHoldDropped);
-            // Freed as a drop.
-            drop(p);
-        }
-    }
-    mp.sack_due = true;
-    mp.sack_ingress = ingress;
-    None
-}
-
-/// Answers a hello (a duplicate zero-length WRITE whose RETH says so),
-/// if `pkt` is one.
-fn answer_hello(
-    dev: &Device<SroceDevice>,
-    routes: &mut RouteCache,
-    rc: &mut RcState,
-    pkt: &RxPacket,
-    psn: Psn,
-) {
-    let Ok((h, rest)) = Headers::parse(pkt.head()) else {
-        return;
-    };
-    let header_len = pkt.head().len() - rest.len();
-    let payload = pkt.len().saturating_sub(header_len);
-    let Some(caps) = h
-        .reth
-        .and_then(|r| ext::hello_caps(&r, u32::try_from(payload).unwrap_or(u32::MAX)))
-    else {
-        return;
-    };
-    if !caps.contains(ext::Caps::SACK) {
-        return;
-    }
-    if rc.mp.held.is_none() {
-        // The work item makes the buffer (it may sleep); the requester's
-        // next hello is answered.
-        rc.mp.want_held = true;
-        return;
-    }
-    let ack = rc
-        .mp
-        .negotiation
-        .on_hello(caps, u16::try_from(WINDOW).unwrap_or(u16::MAX));
-    dev.data().io.counters.inc(Counter::MpHellosAnswered);
-    let out = ExtPacket::hello_ack(rc.dest_qpn, psn, ack);
-    send_ext(dev, routes, &reply_flow(rc, pkt.ingress()), &out);
-}
-
 /// Sends extension packet `p` along `flow` (best effort: a lost one is
 /// answered again or made up for by the transport timer).
 fn send_ext(dev: &Device<SroceDevice>, routes: &mut RouteCache, flow: &io::Flow, p: &ExtPacket) {
     let _ = io::send(dev, routes, flow, p.len(), |buf| {
         p.write(buf).map_err(|_| EINVAL)
     });
-}
-
-/// Hands the held requests whose turn it is to the engines, in PSN order,
-/// dropping any the engine went past. Returns whether the engines took
-/// any.
-pub(super) fn release(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) -> bool {
-    let mut released = false;
-    while let Some(rc) = inner.rc.as_mut() {
-        let epsn = rc.resp.epsn();
-        let Some(held) = rc.mp.held.as_mut().filter(|h| !h.is_empty()) else {
-            break;
-        };
-        let Some(pkt) = held.take(epsn) else {
-            break;
-        };
-        if receive(qp, inner, &pkt, now) {
-            pkt.consume();
-            released = true;
-            continue;
-        }
-        // Behind READ responses or a page fault: kept for the next pass.
-        if let Some(held) = inner.rc.as_mut().and_then(|rc| rc.mp.held.as_mut()) {
-            if let Err(p) = held.restore(epsn, pkt) {
-                drop(p);
-            }
-        }
-        break;
-    }
-    if released {
-        if let Some(rc) = inner.rc.as_mut() {
-            rc.mp.sack_due = true;
-        }
-    }
-    released
-}
-
-/// Drops held requests the engine went past without taking them (inside
-/// a READ's response range: no honest requester sends those). Once per
-/// pass: it looks at every slot.
-pub(super) fn drop_stale(dev: &Device<SroceDevice>, inner: &mut QpInner) {
-    let Some(rc) = inner.rc.as_mut() else { return };
-    let epsn = rc.resp.epsn();
-    let Some(held) = rc.mp.held.as_mut().filter(|h| !h.is_empty()) else {
-        return;
-    };
-    while let Some(stale) = held.take_stale(epsn) {
-        dev.data().io.counters.inc(Counter::MpHoldDropped);
-        drop(stale);
-    }
 }
 
 /// Makes what an agreement needs and the pass could not (it may sleep):
@@ -504,83 +351,6 @@ pub(crate) fn prepare(qp: &Qp<SroceDevice>) {
     qp.device().data().io.counters.inc(Counter::MpAgreed);
 }
 
-/// Sends the SACK owed, if one is and it can go now: not while READ
-/// responses are queued (its acknowledgement would pass them, and a
-/// requester takes an ACK past a READ as the READ's responses lost).
-pub(super) fn flush_sack(dev: &Device<SroceDevice>, inner: &mut QpInner) {
-    let QpInner { rc, routes, .. } = inner;
-    let Some(rc) = rc.as_mut() else { return };
-    let Some(held) = rc.mp.held.as_ref() else {
-        return;
-    };
-    if !rc.mp.sack_due || rc.resp.read_responses_queued() {
-        return;
-    }
-    let expected = rc.resp.epsn();
-    let held = held.bitmap(expected);
-    rc.mp.sack_due = false;
-    let sack = Sack {
-        expected,
-        aeth: Aeth {
-            syndrome: Syndrome::Ack {
-                credits: CREDITS_INVALID,
-            },
-            msn: rc.resp.msn(),
-        },
-        held,
-    };
-    dev.data().io.counters.inc(Counter::MpSacksSent);
-    let flow = reply_flow(rc, rc.mp.sack_ingress);
-    send_ext(dev, routes, &flow, &ExtPacket::sack(rc.dest_qpn, sack));
-}
-
-/// An extension packet from the peer.
-fn on_ext(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) {
-    let dev = qp.device();
-    let counters = &dev.data().io.counters;
-    let Ok(p) = ExtPacket::parse(pkt.head()) else {
-        counters.inc(Counter::RcvdDropMalformed);
-        return;
-    };
-    let Some(rc) = inner.rc.as_mut() else { return };
-    match p.kind {
-        ExtKind::HelloAck(a) => {
-            if rc.mp.requester_on() {
-                return;
-            }
-            let mut n = rc.mp.negotiation;
-            n.on_hello_ack(&a);
-            if n.peer_reorders() {
-                // The work item makes the requester's state (it may
-                // sleep), then sprays.
-                rc.mp.want_sprayer = Some(a);
-            }
-        }
-        ExtKind::Sack(s) => {
-            // Only a peer this side's hellos agreed with sends them.
-            if !rc.mp.requester_on() {
-                return;
-            }
-            counters.inc(Counter::MpSacksRcvd);
-            // SACKs may take different paths: an older one (a smaller
-            // expected PSN) says less than the last one did.
-            if rc.mp.last_sack.is_some_and(|l| s.expected.is_before(l)) {
-                return;
-            }
-            rc.mp.last_sack = Some(s.expected);
-            rc.mp.sacked_since_timeout = true;
-            // Its acknowledgement part is an ACK like any other, while
-            // there is something to acknowledge (an idle QP's would pass
-            // for the re-ACK of a duplicate probe).
-            if rc.sq.has_unacked() {
-                let h = ack_headers(qp.data().qpn(), s.expected.wrapping_sub(1), s.aeth);
-                let _ = on_response(qp, inner, &h, pkt, 0, 0, now);
-            }
-            resend_lost(qp, inner, &s);
-        }
-    }
-}
-
 /// The headers of an ACK with `psn` and `aeth`, to QP `qpn`.
 pub(super) fn ack_headers(qpn: u32, psn: Psn, aeth: Aeth) -> Headers {
     let mut h = Headers::new(Bth::new(
@@ -590,97 +360,4 @@ pub(super) fn ack_headers(qpn: u32, psn: Psn, aeth: Aeth) -> Headers {
     ));
     h.aeth = Some(aeth);
     h
-}
-
-/// Resends what SACK `s` shows lost, each on another live session (a
-/// READ or atomic on session 0 while it is Up, as when first sent).
-fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack) {
-    let dev = qp.device();
-    let QpInner { rc, routes, .. } = inner;
-    let Some(rc) = rc.as_mut() else { return };
-    let rc: &mut RcState = rc;
-    let Some(sprayer) = rc.mp.sprayer.as_mut() else {
-        return;
-    };
-    let mut lost = core::mem::take(&mut sprayer.lost);
-    lost.clear();
-    sprayer.board.on_sack(s.expected, &s.held, |psn| {
-        let _ = lost.push_within_capacity(psn);
-    });
-    let mut burst = io::Burst::new(dev);
-    for &psn in lost.iter() {
-        let Some(p) = rc.sq.packet_at(psn) else {
-            continue;
-        };
-        let was_on = rc.mp.sprayer.as_mut().and_then(|s| {
-            let id = s.board.session_of(psn)?;
-            // The loss is charged to the session that carried it.
-            if let Some(m) = s.meters.as_mut().get_mut(usize::from(id)) {
-                m.on_lost();
-            }
-            Some(id)
-        });
-        let responses = matches!(
-            p.operation,
-            Operation::RdmaReadRequest
-                | Operation::CompareSwap
-                | Operation::FetchAdd
-                | Operation::AtomicWrite
-        );
-        let pinned = responses
-            .then(|| rc.sessions.up_ids().find(|id| id.0 == 0))
-            .flatten()
-            .and_then(|id| Some((id, rc.sessions.flow(id)?)));
-        let Some((sid, flow)) = pinned.or_else(|| rc.sessions.resend_flow(was_on)) else {
-            continue;
-        };
-        if send_request(qp, dev, routes, &mut burst, rc, &p, &flow).is_ok() {
-            let c = &dev.data().io.counters;
-            c.inc(Counter::MpSelectiveResends);
-            c.inc(Counter::RetransmittedPkts);
-            let una = rc.sq.una();
-            if rc.mp.sent(una, psn, sid) {
-                rc.sessions.want_replace(sid);
-            }
-        }
-    }
-    drop(burst);
-    if let Some(s) = rc.mp.sprayer.as_mut() {
-        s.lost = lost;
-    }
-}
-
-/// Sends a hello on session 0 if one is due: the requester of a
-/// multi-session RoCEv2 group with work, no agreement yet, no duplicate
-/// probe in flight (a hello is re-ACKed like one).
-pub(super) fn maybe_hello(
-    dev: &Device<SroceDevice>,
-    routes: &mut RouteCache,
-    rc: &mut RcState,
-    now_us: u64,
-) {
-    if !rc.sessions.is_multi()
-        || !rc.is_acknowledged()
-        || rc.roce_v1()
-        || rc.sq.is_empty()
-        || rc.sessions.probe_in_flight()
-        || !rc.mp.negotiation.hello_due(now_us)
-    {
-        return;
-    }
-    let Some(flow) = rc.sessions.flow(SessionId(0)) else {
-        return;
-    };
-    let mut bth = Bth::new(
-        Opcode::new(Transport::Rc, Operation::RdmaWriteOnly),
-        rc.dest_qpn,
-        probe_psn(rc.sq.una()),
-    );
-    bth.ack_req = true;
-    let mut h = Headers::new(bth);
-    let reth: Reth = ext::hello_reth(ext::Caps::ALL);
-    h.reth = Some(reth);
-    rc.mp.negotiation.hello_sent(now_us);
-    dev.data().io.counters.inc(Counter::MpHellosSent);
-    let _ = super::send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
 }

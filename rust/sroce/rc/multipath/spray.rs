@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester's side of the multipath transport: hellos out, hello
+//! ACKs and SACKs in, the selective resends a SACK calls for.
+
+use super::*;
+
+/// An extension packet from the peer.
+pub(super) fn on_ext(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) {
+    let dev = qp.device();
+    let counters = &dev.data().io.counters;
+    let Ok(p) = ExtPacket::parse(pkt.head()) else {
+        counters.inc(Counter::RcvdDropMalformed);
+        return;
+    };
+    let Some(rc) = inner.rc.as_mut() else { return };
+    match p.kind {
+        ExtKind::HelloAck(a) => {
+            if rc.mp.requester_on() {
+                return;
+            }
+            let mut n = rc.mp.negotiation;
+            n.on_hello_ack(&a);
+            if n.peer_reorders() {
+                // The work item makes the requester's state (it may
+                // sleep), then sprays.
+                rc.mp.want_sprayer = Some(a);
+            }
+        }
+        ExtKind::Sack(s) => {
+            // Only a peer this side's hellos agreed with sends them.
+            if !rc.mp.requester_on() {
+                return;
+            }
+            counters.inc(Counter::MpSacksRcvd);
+            // SACKs may take different paths: an older one (a smaller
+            // expected PSN) says less than the last one did.
+            if rc.mp.last_sack.is_some_and(|l| s.expected.is_before(l)) {
+                return;
+            }
+            rc.mp.last_sack = Some(s.expected);
+            rc.mp.sacked_since_timeout = true;
+            // Its acknowledgement part is an ACK like any other, while
+            // there is something to acknowledge (an idle QP's would pass
+            // for the re-ACK of a duplicate probe).
+            if rc.sq.has_unacked() {
+                let h = ack_headers(qp.data().qpn(), s.expected.wrapping_sub(1), s.aeth);
+                let _ = on_response(qp, inner, &h, pkt, 0, 0, now);
+            }
+            resend_lost(qp, inner, &s);
+        }
+    }
+}
+
+/// Resends what SACK `s` shows lost, each on another live session (a
+/// READ or atomic on session 0 while it is Up, as when first sent).
+fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack) {
+    let dev = qp.device();
+    let QpInner { rc, routes, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return };
+    let rc: &mut RcState = rc;
+    let Some(sprayer) = rc.mp.sprayer.as_mut() else {
+        return;
+    };
+    let mut lost = core::mem::take(&mut sprayer.lost);
+    lost.clear();
+    sprayer.board.on_sack(s.expected, &s.held, |psn| {
+        let _ = lost.push_within_capacity(psn);
+    });
+    let mut burst = io::Burst::new(dev);
+    for &psn in lost.iter() {
+        let Some(p) = rc.sq.packet_at(psn) else {
+            continue;
+        };
+        let was_on = rc.mp.sprayer.as_mut().and_then(|s| {
+            let id = s.board.session_of(psn)?;
+            // The loss is charged to the session that carried it.
+            if let Some(m) = s.meters.as_mut().get_mut(usize::from(id)) {
+                m.on_lost();
+            }
+            Some(id)
+        });
+        let responses = matches!(
+            p.operation,
+            Operation::RdmaReadRequest
+                | Operation::CompareSwap
+                | Operation::FetchAdd
+                | Operation::AtomicWrite
+        );
+        let pinned = responses
+            .then(|| rc.sessions.up_ids().find(|id| id.0 == 0))
+            .flatten()
+            .and_then(|id| Some((id, rc.sessions.flow(id)?)));
+        let Some((sid, flow)) = pinned.or_else(|| rc.sessions.resend_flow(was_on)) else {
+            continue;
+        };
+        if send_request(qp, dev, routes, &mut burst, rc, &p, &flow).is_ok() {
+            let c = &dev.data().io.counters;
+            c.inc(Counter::MpSelectiveResends);
+            c.inc(Counter::RetransmittedPkts);
+            let una = rc.sq.una();
+            if rc.mp.sent(una, psn, sid) {
+                rc.sessions.want_replace(sid);
+            }
+        }
+    }
+    drop(burst);
+    if let Some(s) = rc.mp.sprayer.as_mut() {
+        s.lost = lost;
+    }
+}
+
+/// Sends a hello on session 0 if one is due: the requester of a
+/// multi-session RoCEv2 group with work, no agreement yet, no duplicate
+/// probe in flight (a hello is re-ACKed like one).
+pub(in crate::sroce::rc) fn maybe_hello(
+    dev: &Device<SroceDevice>,
+    routes: &mut RouteCache,
+    rc: &mut RcState,
+    now_us: u64,
+) {
+    if !rc.sessions.is_multi()
+        || !rc.is_acknowledged()
+        || rc.roce_v1()
+        || rc.sq.is_empty()
+        || rc.sessions.probe_in_flight()
+        || !rc.mp.negotiation.hello_due(now_us)
+    {
+        return;
+    }
+    let Some(flow) = rc.sessions.flow(SessionId(0)) else {
+        return;
+    };
+    let mut bth = Bth::new(
+        Opcode::new(Transport::Rc, Operation::RdmaWriteOnly),
+        rc.dest_qpn,
+        probe_psn(rc.sq.una()),
+    );
+    bth.ack_req = true;
+    let mut h = Headers::new(bth);
+    let reth: Reth = ext::hello_reth(ext::Caps::ALL);
+    h.reth = Some(reth);
+    rc.mp.negotiation.hello_sent(now_us);
+    dev.data().io.counters.inc(Counter::MpHellosSent);
+    let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
+}
