@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The sessions benchmark: two tc-shaped paths between two VM hosts; prints
-# the throughput of a two-session group over one session and the failover
-# time when a path is cut. Prints; asserts nothing.
-#   SROCE_BENCH_RATE=R    tc rate of each path (default 40mbit)
-#   SROCE_BENCH_SECS=N    seconds per throughput run (default 8)
+# the throughput of two-session groups over one session (two QPs; one QP
+# with the multipath transport over two equal links; one QP over links of
+# unequal rate against their sum), one QP's goodput with loss on one link
+# against rxe's, and the failover time when a path is cut. Prints;
+# asserts nothing.
+#   SROCE_BENCH_RATE=R       tc rate of each path (default 40mbit)
+#   SROCE_BENCH_SLOW_RATE=R  the slower link of the unequal case (20mbit)
+#   SROCE_BENCH_LOSS=P       loss on one link in the loss case (1%)
+#   SROCE_BENCH_SECS=N       seconds per throughput run (default 8)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
