@@ -18,34 +18,10 @@ use crate::net::genl;
 use crate::rdma::device::{Device, PORT};
 use crate::roce::session::{ctl as abi, Policy, Session};
 
-/// Reports session `id` of queue pair `qpn` (its state is the new one).
-/// Any context.
+/// Reports session `id` of queue pair `qpn` (its state is the new one);
+/// `replaced`: it got a fresh 5-tuple (`flow`) and left from this port
+/// before. Any context.
 pub(crate) fn report(
-    dev: &Device<SroceDevice>,
-    qpn: u32,
-    policy: Policy,
-    id: usize,
-    session: &Session,
-    flow: &io::Flow,
-) {
-    send(dev, qpn, policy, id, session, flow, None);
-}
-
-/// Reports that session `id` of queue pair `qpn` got a fresh 5-tuple
-/// (`flow`; it left from `old_port` before). Any context.
-pub(crate) fn report_replaced(
-    dev: &Device<SroceDevice>,
-    qpn: u32,
-    policy: Policy,
-    id: usize,
-    session: &Session,
-    flow: &io::Flow,
-    old_port: u16,
-) {
-    send(dev, qpn, policy, id, session, flow, Some(old_port));
-}
-
-fn send(
     dev: &Device<SroceDevice>,
     qpn: u32,
     policy: Policy,

@@ -720,7 +720,15 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         rc.timers.update(now, &rc.sq, polled.keep_polling, shared);
         let policy = rc.sessions.policy();
         rc.sessions.state_changes(|id, s, f| {
-            crate::sroce::session_events::report(qp.device(), qp.data().qpn(), policy, id, s, f);
+            crate::sroce::session_events::report(
+                qp.device(),
+                qp.data().qpn(),
+                policy,
+                id,
+                s,
+                f,
+                None,
+            );
         });
     }
     if inner

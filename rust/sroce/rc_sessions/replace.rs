@@ -125,14 +125,14 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
             rc.sessions.group.sessions().get(i),
             rc.sessions.flows.get(i),
         ) {
-            crate::sroce::session_events::report_replaced(
+            crate::sroce::session_events::report(
                 dev,
                 qp.data().qpn(),
                 policy,
                 i,
                 s,
                 f,
-                req.flow.src_port,
+                Some(req.flow.src_port),
             );
         }
     }
