@@ -2,8 +2,9 @@
 # The sessions benchmark, run inside the VM by `run.sh --bench-sessions`:
 # two paths between the hosts (selftests/lib.sh multipath_hosts), each
 # shaped by tc; prints the RDMA WRITE throughput of two-session groups
-# over one session (two QPs; one QP over two equal links; one QP over
-# links of unequal rate against their sum), one QP's goodput with 1% loss
+# over one session (two QPs, hashed or each spreading; one QP over two
+# equal links, with 64 KiB and 1 MiB messages; one QP over links of
+# unequal rate against their sum), one QP's goodput with 1% loss
 # on one link against rxe's, and the failover time when one path is cut
 # mid-transfer. A benchmark: prints, asserts nothing.
 set -uo pipefail
@@ -48,17 +49,19 @@ group() { # SIZE POLICY GUARD
 # write_bw QPS [DEV1 GID1 DEV2 GID2 ADDR]: MB/s of an ib_write_bw -D $SECS
 # run over QPS queue pairs from h2 to h1 (n/a on error); sroce1/sroce2
 # over the service addresses by default.
+# Messages of $BW_SIZE bytes (64 KiB by default).
 write_bw() {
 	local d1=${2:-sroce1} x1=${3:-$g1} d2=${4:-sroce2} x2=${5:-$g2} addr=${6:-10.77.9.1}
-	in_ns h1 timeout 60 ib_write_bw -d "$d1" -x "$x1" -q "$1" -D "$SECS" -s 65536 -F >"$TEST_TMP/srv" 2>&1 &
+	local size=${BW_SIZE:-65536}
+	in_ns h1 timeout 60 ib_write_bw -d "$d1" -x "$x1" -q "$1" -D "$SECS" -s "$size" -F >"$TEST_TMP/srv" 2>&1 &
 	local srv=$! t=0
 	until in_ns h1 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
-	in_ns h2 timeout 60 ib_write_bw -d "$d2" -x "$x2" -q "$1" -D "$SECS" -s 65536 -F "$addr" >"$TEST_TMP/cli" 2>&1
+	in_ns h2 timeout 60 ib_write_bw -d "$d2" -x "$x2" -q "$1" -D "$SECS" -s "$size" -F "$addr" >"$TEST_TMP/cli" 2>&1
 	local rc=$?
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
 	((rc == 0)) || { echo n/a; return; }
-	awk '$1 == 65536 && NF >= 4 { v = $4 } END { print (v == "" ? "n/a" : v) }' "$TEST_TMP/cli"
+	awk -v s="$size" '$1 == s && NF >= 4 { v = $4 } END { print (v == "" ? "n/a" : v) }' "$TEST_TMP/cli"
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "n/a" }'; }
@@ -68,6 +71,10 @@ group 1 hash on
 one2=$(write_bw 2)
 group 2 hash on
 two2=$(write_bw 2)
+# The same two QPs each spreading over both links (multipath transport,
+# least-outstanding): where the hash put them no longer matters.
+group 2 least-outstanding off
+two2_lo=$(write_bw 2)
 # One QP: round-robin per message over two links; the two sroce peers
 # agree on the multipath transport (the responder holds what arrives
 # early, SACKs; selective resends).
@@ -75,6 +82,13 @@ group 1 hash on
 one1=$(write_bw 1)
 group 2 round-robin off
 two1=$(write_bw 1)
+# One QP, 1 MiB messages (1024 packets, more than a session's congestion
+# window): each message continues on the other session when its own
+# window is full (flowlets within a message).
+group 1 hash on
+one1_big=$(BW_SIZE=1048576 write_bw 1)
+group 2 round-robin off
+two1_big=$(BW_SIZE=1048576 write_bw 1)
 # Links of unequal rate: one session on v shaped to each rate, then one QP
 # over both (least-outstanding: each session gets messages as its queue
 # drains) against the sum.
@@ -99,7 +113,8 @@ lossy_one=$(write_bw 1)
 shape v "$RATE"
 
 # (The shaper's queue holds the perftest window, 128 x 64 KiB: RoCE
-# expects a lossless fabric, and sroce has no congestion control.)
+# expects a lossless fabric; only the multipath transport has congestion
+# windows.)
 
 # Failover is measured on unshaped links, with two sessions per QP: a
 # shaper's deep queue makes the RTT exceed the RTO by itself.
@@ -159,6 +174,8 @@ fo_down=$(failover_us last_failover_us)
 in_ns h2 ip link set w2 up
 wait "$cli"
 cli_rc=$?
+((cli_rc == 0)) || { echo "# the stream's client:"; grep -vE '^ *(#|-|\*|[0-9])|^ *$' "$TEST_TMP/cli" | tail -8 | sed 's/^/#   /'; }
+echo "# sroce2 during the failover stream: $(for c in local_ack_timeout_err retry_exceeded_err completer_retry_err mp_selective_resends mp_resends_skipped mp_window_cuts mp_window_full mp_flowlet_switches; do printf '%s %s ' "$c" "$(cat /sys/class/infiniband/sroce2/ports/1/hw_counters/$c 2>/dev/null)"; done)"
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 
@@ -184,9 +201,14 @@ echo
 printf '%-58s %s\n' "2 QPs, 1 session each (MB/s)" "$one2"
 printf '%-58s %s\n' "2 QPs, 2 sessions each, hash (MB/s)" "$two2"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one2" "$two2")"
+printf '%-58s %s\n' "2 QPs, 2 sessions each, multipath, least-outst. (MB/s)" "$two2_lo"
+printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one2" "$two2_lo")"
 printf '%-58s %s\n' "1 QP, 1 session (MB/s)" "$one1"
 printf '%-58s %s\n' "1 QP, 2 sessions, multipath, round-robin (MB/s)" "$two1"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one1" "$two1")"
+printf '%-58s %s\n' "1 QP, 1 session, 1 MiB messages (MB/s)" "$one1_big"
+printf '%-58s %s\n' "1 QP, 2 sessions, multipath, 1 MiB messages (MB/s)" "$two1_big"
+printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one1_big" "$two1_big")"
 printf '%-58s %s\n' "1 QP, 1 session, link at $SLOW_RATE (MB/s)" "$one_slow"
 printf '%-58s %s\n' "1 QP, 2 sessions, links at $RATE + $SLOW_RATE, least-outst. (MB/s)" "$uneq"
 printf '%-58s %s (goal >= 0.9)\n' "  ratio to the sum of one session on each ($sum_uneq)" "$(ratio "$sum_uneq" "$uneq")"

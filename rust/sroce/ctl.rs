@@ -89,7 +89,9 @@ impl Family for SroceDriver {
         AttrPolicy::U8 { min: 0, max: 1 },
         // ATTR_QPN
         AttrPolicy::U32,
-        // ATTR_SESSION_ID ..= ATTR_REPLACED_SPORT (reported only)
+        // ATTR_SESSION_ID ..= ATTR_WINDOW_CUTS (reported only)
+        AttrPolicy::Reject,
+        AttrPolicy::Reject,
         AttrPolicy::Reject,
         AttrPolicy::Reject,
         AttrPolicy::Reject,
@@ -492,6 +494,11 @@ pub(super) fn fill_session(m: &mut Message<'_>, id: usize, s: &Session, f: &io::
     let srtt = u32::try_from(s.rtt().srtt_us()).unwrap_or(u32::MAX);
     m.put(abi::ATTR_SRTT_US, &srtt)?;
     m.put(abi::ATTR_REPLACEMENTS, &c.replacements)?;
+    let w = s.window();
+    if w.is_active() {
+        m.put(abi::ATTR_CWND, &w.cwnd())?;
+        m.put(abi::ATTR_WINDOW_CUTS, &w.cuts())?;
+    }
     if f.encap.is_roce_v1() {
         m.put(abi::ATTR_ROCE_V1, &1u8)?;
     }

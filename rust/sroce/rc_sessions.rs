@@ -25,6 +25,7 @@ use crate::rdma::{
     qp::Qp,
 };
 use crate::roce::{
+    multipath::PathWindow,
     psn::Psn,
     requester::RequestPacket,
     session::{
@@ -328,6 +329,27 @@ impl<const W: usize> QpSessions<W> {
     pub(crate) fn set_multipath(&mut self, on: bool) {
         self.multipath = on;
         self.group.set_reorder_guard(self.configured_guard && !on);
+        // Each session's congestion window follows what the peer's SACKs
+        // tell (`rc::multipath`).
+        self.group.set_windows(on);
+    }
+
+    /// Session `id`'s congestion window, to update.
+    pub(crate) fn window_mut(&mut self, id: SessionId) -> Option<&mut PathWindow> {
+        self.group.window_mut(id)
+    }
+
+    /// `n` packets session `id` carried were delivered (acknowledged, or
+    /// held by the peer): its window grows, and it made progress (its
+    /// retries are refilled, as by a completion). With the multipath
+    /// transport a message's packets may take several sessions: each is
+    /// credited with what it delivered.
+    pub(crate) fn on_delivered(&mut self, id: SessionId, n: u32, now_us: u64) {
+        if let Some(w) = self.group.window_mut(id) {
+            w.on_delivered(n);
+        }
+        // (Not a failover's end: that is the next completion.)
+        let _ = self.group.on_progress(id, now_us);
     }
 
     /// Asks for session `id` to get a fresh 5-tuple (its congestion stayed
@@ -372,6 +394,30 @@ impl<const W: usize> QpSessions<W> {
         Some((SessionId(id), *self.flows.get(up)?))
     }
 
+    /// Session `id`.
+    pub(crate) fn session(&self, id: SessionId) -> Option<&Session> {
+        self.group.session(id)
+    }
+
+    /// Whether session `id` is Up.
+    pub(crate) fn is_up(&self, id: SessionId) -> bool {
+        self.group
+            .session(id)
+            .is_some_and(|s| s.state() == State::Up)
+    }
+
+    /// Whether session `id` is Down (not probing).
+    pub(crate) fn is_down(&self, id: SessionId) -> bool {
+        self.group
+            .session(id)
+            .is_some_and(|s| s.state() == State::Down)
+    }
+
+    /// How many sessions the group has.
+    pub(crate) fn len(&self) -> usize {
+        self.group.len()
+    }
+
     /// Whether the group has several sessions (and so decides retries).
     pub(crate) fn is_multi(&self) -> bool {
         self.group.len() > 1
@@ -386,11 +432,26 @@ impl<const W: usize> QpSessions<W> {
     /// whose health state changed since the last call (or since the group
     /// was built).
     pub(crate) fn state_changes(&mut self, mut report: impl FnMut(usize, &Session, &io::Flow)) {
+        let mut back_up = 0u64;
         let sessions = self.group.sessions().iter().zip(self.flows.iter());
         for (id, ((s, f), r)) in sessions.zip(self.reported.iter_mut()).enumerate() {
             if *r != s.state() {
                 *r = s.state();
                 report(id, s, f);
+                if s.state() == State::Up && id < 64 {
+                    back_up |= 1 << id;
+                }
+            }
+        }
+        // A session back Up starts its window over (what it could carry
+        // before it failed says nothing now).
+        for id in 0..MAX_SESSIONS as u8 {
+            if back_up & (1 << id) != 0 {
+                if let Some(w) = self.group.window_mut(SessionId(id)) {
+                    if w.is_active() {
+                        w.start();
+                    }
+                }
             }
         }
     }
@@ -439,6 +500,12 @@ impl<const W: usize> QpSessions<W> {
         }
     }
 
+    /// Message `tag` continued on another session than it started on:
+    /// its completion gives no RTT sample.
+    pub(crate) fn spread(&mut self, tag: u32) {
+        self.ledger.spread(tag);
+    }
+
     /// Work request `tag` completed successfully.
     pub(crate) fn on_completed(&mut self, tag: u32, now_us: u64) {
         self.progressed(now_us);
@@ -456,10 +523,19 @@ impl<const W: usize> QpSessions<W> {
 
     /// The requester goes back to its oldest unacknowledged request
     /// (`oldest`) because of `why`: charges the session that carried it
-    /// and picks where to resend. `Err` when every session has spent its
-    /// retries (the request fails with `RETRY_EXC_ERR`).
-    pub(crate) fn go_back(&mut self, why: GoBack, oldest: Option<u32>, now_us: u64) -> Result {
-        let charged = oldest.map_or(SessionId(0), |t| self.ledger.session_of(t));
+    /// (`carrier`, if known per packet, else the message's) and picks
+    /// where to resend. `Err` when every session has spent its retries
+    /// (the request fails with `RETRY_EXC_ERR`).
+    pub(crate) fn go_back(
+        &mut self,
+        why: GoBack,
+        oldest: Option<u32>,
+        carrier: Option<SessionId>,
+        now_us: u64,
+    ) -> Result {
+        let charged = carrier
+            .filter(|id| usize::from(id.0) < self.group.len())
+            .unwrap_or_else(|| oldest.map_or(SessionId(0), |t| self.ledger.session_of(t)));
         let r = match why {
             GoBack::Timeout => self.group.on_timeout(charged, now_us),
             GoBack::SequenceNak => self.group.on_sequence_nak(charged, now_us),

@@ -10,7 +10,11 @@
 #   verbs_data (WRITE, READ, atomics, SEND, both sides requester) and
 #   perftest WRITE, READ, SEND and atomics pass under every policy;
 #   requests were held, SACKs went out and came back, lost packets were
-#   resent selectively, and `rdma resource show qp` says so per direction;
+#   resent selectively, each side cut the congestion window of the lossy
+#   session, and `rdma resource show qp` says so per direction; `sroce
+#   session show` lists each session's window;
+# - a message larger than a session's window moves on to the other
+#   session partway (1 MiB WRITEs: flowlets within one message);
 # - a session whose link loses 10% of its packets gets a fresh 5-tuple
 #   (`sroce monitor` reports it, `session show` counts it), data intact;
 # - a one-session group never starts it (no hello), and still works with
@@ -46,7 +50,8 @@ mark() {
 	for d in "$@"; do
 		for c in mp_hellos_sent mp_hellos_answered mp_agreed mp_held mp_hold_dropped \
 			mp_sacks_sent mp_sacks_rcvd mp_selective_resends mp_resends_skipped \
-			mp_replaced retransmitted_pkts; do
+			mp_replaced mp_window_cuts mp_window_full mp_flowlet_switches \
+			retransmitted_pkts; do
 			base[$d.$c]=$(hw "$d" "$c")
 		done
 	done
@@ -73,10 +78,11 @@ verbs_data() { # DEV_A GID_A DEV_B GID_B WHAT
 	((rc == 0)) || fail "verbs_data $1 -> $3 under $5 exited $rc"
 	assert_contains "$out" "all checks passed" "verbs_data $1 -> $3 under $5"
 }
-perftest() { # TOOL SIZE SRVDEV SRVGID CLIDEV CLIGID SRVADDR WHAT
-	run_pair h1 "$1 -d $3 -x $4 -u $QP_TIMEOUT -n 200 -s $2 -F" \
-		h2 "$1 -d $5 -x $6 -u $QP_TIMEOUT -n 200 -s $2 -F $7"
-	assert_match "$CLIENT_OUT" "^ *$2 +200 +[0-9.]+ +[0-9.]+" "$1 -s $2 under $8"
+perftest() { # TOOL SIZE SRVDEV SRVGID CLIDEV CLIGID SRVADDR WHAT (ITERS: 200)
+	local n=${ITERS:-200}
+	run_pair h1 "$1 -d $3 -x $4 -u $QP_TIMEOUT -n $n -s $2 -F" \
+		h2 "$1 -d $5 -x $6 -u $QP_TIMEOUT -n $n -s $2 -F $7"
+	assert_match "$CLIENT_OUT" "^ *$2 +$n +[0-9.]+ +[0-9.]+" "$1 -s $2 under $8"
 }
 # perftest_from_h1 TOOL SIZE WHAT: sroce1 the client (requester), sroce2
 # serving.
@@ -102,6 +108,11 @@ group 2 2 round-robin
 verbs_data sroce1 "$g1" sroce2 "$g2" "round-robin, w slower"
 verbs_data sroce2 "$g2" sroce1 "$g1" "round-robin, w slower"
 (($(moved sroce1 mp_held) > 0)) || fail "sroce1 held nothing although w is 5 ms slower"
+# One message far larger than a session's window (1024 packets; windows
+# start at 16): its packets go on the other session once its own is full.
+perftest ib_write_bw 1048576 sroce1 "$g1" sroce2 "$g2" 10.77.9.1 "round-robin, w slower, 1 MiB messages"
+log "sroce2: flowlet switches +$(moved sroce2 mp_flowlet_switches), window full +$(moved sroce2 mp_window_full), window cuts +$(moved sroce2 mp_window_cuts)"
+(($(moved sroce2 mp_flowlet_switches) > 0)) || fail "no 1 MiB message of sroce2 moved to the other session when its own window was full"
 # And 1% of w's packets lost, both ways.
 for n in 1 2; do in_ns "h$n" tc qdisc change dev "w$n" root netem delay 5ms loss 1%; done
 log "w1-w2: netem delay 5ms loss 1% both ways"
@@ -116,13 +127,15 @@ done
 group 2 2 round-robin
 perftest_from_h1 ib_write_bw 65536 "round-robin, w slower and lossy"
 for d in sroce1 sroce2; do
-	log "$d: agreed +$(moved $d mp_agreed), hellos +$(moved $d mp_hellos_sent) (answered +$(moved $d mp_hellos_answered)), held +$(moved $d mp_held) (dropped +$(moved $d mp_hold_dropped)), SACKs out +$(moved $d mp_sacks_sent) in +$(moved $d mp_sacks_rcvd), selective resends +$(moved $d mp_selective_resends), go-back resends skipped +$(moved $d mp_resends_skipped), retransmitted +$(moved $d retransmitted_pkts)"
+	log "$d: agreed +$(moved $d mp_agreed), hellos +$(moved $d mp_hellos_sent) (answered +$(moved $d mp_hellos_answered)), held +$(moved $d mp_held) (dropped +$(moved $d mp_hold_dropped)), SACKs out +$(moved $d mp_sacks_sent) in +$(moved $d mp_sacks_rcvd), selective resends +$(moved $d mp_selective_resends), go-back resends skipped +$(moved $d mp_resends_skipped), window cuts +$(moved $d mp_window_cuts), window full +$(moved $d mp_window_full), retransmitted +$(moved $d retransmitted_pkts)"
 done
 # Each side was requester (verbs_data both ways): both agreed, both held
 # and acknowledged selectively, both resent selectively (1% of w's packets
-# are lost and later ones on w arrive).
+# are lost and later ones on w arrive), and each loss a SACK showed cut
+# its session's window (the first of an episode does).
 for d in sroce1 sroce2; do
-	for c in mp_agreed mp_hellos_answered mp_held mp_sacks_sent mp_sacks_rcvd mp_selective_resends; do
+	for c in mp_agreed mp_hellos_answered mp_held mp_sacks_sent mp_sacks_rcvd mp_selective_resends \
+		mp_window_cuts; do
 		(($(moved $d $c) > 0)) || fail "$d: $c did not move"
 	done
 done
@@ -140,20 +153,29 @@ until res2=$(rdma -dd resource show qp link sroce2/1 2>&1) && [[ $res2 == *"mult
 	sleep 0.2
 done
 res1=$(rdma -dd resource show qp link sroce1/1 2>&1)
+list=$(in_ns h2 "$SROCE" session show sroce2)
+json=$(in_ns h2 "$SROCE" -j session show sroce2)
 kill "$cli" "$srv" 2>/dev/null || true
 wait "$cli" "$srv" 2>/dev/null || true
 log "client QP: $(grep -E 'type RC' <<<"$res2" | grep -oE 'drv_multipath_(tx|rx) [01]' | tr '\n' ' ')"
 log "server QP: $(grep -E 'type RC' <<<"$res1" | grep -oE 'drv_multipath_(tx|rx) [01]' | tr '\n' ' ')"
 assert_match "$res2" "multipath_tx 1" "the client QP sprays (rdma resource show qp)"
 assert_match "$res1" "multipath_rx 1" "the server QP holds and SACKs (rdma resource show qp)"
+log "sessions of sroce2:"$'\n'"$list"
+assert_match "$list" "^sroce2 qp [0-9]+ session 1 .* cwnd [1-9][0-9]* cuts [0-9]+" \
+	"sroce session show lists the spraying sessions' congestion windows"
+assert_match "$json" '"cwnd":[1-9][0-9]*,"window_cuts":[0-9]+' "sroce -j session show has the windows"
 for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
 LOSSY=
 
 # A congested session gets a fresh 5-tuple: 10% of the client's packets
 # on link w are lost; the session that leaves through it loses more than
-# 3% in two epochs of its packets in a row and is given another source
-# port (preferably one routed through the other link). `sroce session
-# show` counts it, `sroce monitor` reports it, the data stays intact.
+# 3% in three epochs (128 of its packets each) in a row and is given
+# another source port (preferably one routed through the other link).
+# Its congestion window gives it a small share of the stream (a few
+# packets per round trip), so the stream is long: 51200 packets.
+# `sroce session show` counts it, `sroce monitor` reports it, the data
+# stays intact.
 group 2 2 round-robin
 mark sroce2
 bg_in h2 "$TEST_TMP/monitor.log" "$SROCE" monitor
@@ -162,7 +184,7 @@ deadline=$((SECONDS + 10 * SCALE))
 until grep -q . "$TEST_TMP/monitor.log" 2>/dev/null || ((SECONDS > deadline)); do sleep 0.1; done
 in_ns h2 tc qdisc add dev w2 root netem loss 10%
 log "w2 (h2 to h1): netem loss 10%"
-perftest ib_write_bw 65536 sroce1 "$g1" sroce2 "$g2" 10.77.9.1 "10% loss on w"
+ITERS=800 perftest ib_write_bw 65536 sroce1 "$g1" sroce2 "$g2" 10.77.9.1 "10% loss on w"
 LOSSY=1 verbs_data sroce2 "$g2" sroce1 "$g1" "10% loss on w"
 in_ns h2 tc qdisc del dev w2 root
 kill "$mon" 2>/dev/null || true
@@ -170,7 +192,7 @@ wait "$mon" 2>/dev/null || true
 log "sroce2: replaced +$(moved sroce2 mp_replaced), selective resends +$(moved sroce2 mp_selective_resends)"
 log "monitor:"$'\n'"$(grep -E 'replace' "$TEST_TMP/monitor.log" | head -5)"
 (($(moved sroce2 mp_replaced) > 0)) || fail "no session of sroce2 was replaced under 10% loss on its link"
-assert_match "$(cat "$TEST_TMP/monitor.log")" "^event sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up .* replaced [1-9][0-9]* \(replaces port [0-9]+\)" \
+assert_match "$(cat "$TEST_TMP/monitor.log")" "^event sroce2 qp [0-9]+ session [01] 10\.77\.9\.2:[0-9]+ -> 10\.77\.9\.1:4791 up .* replaced [1-9][0-9]*( cwnd [0-9]+ cuts [0-9]+)? \(replaces port [0-9]+\)" \
 	"sroce monitor reports the replacement"
 
 # One-session groups: no hello, nothing agreed, plain RoCEv2.

@@ -9,7 +9,13 @@
 //!   ACK when it holds nothing); the requester resends what its
 //!   `Scoreboard` reports lost with `SendQueue::packet_at`. The same
 //!   workload also runs with plain go-back-N (the engine alone).
-//! - Property tests of `ReorderBuffer` and `Scoreboard` against models.
+//! - The same simulation with the sessions' congestion windows
+//!   (`PathWindow`) used as the kernel uses them: new packets only where
+//!   there is room, the session that drains first, deliveries and losses
+//!   from the scoreboard feeding the windows (`run_windowed`).
+//! - Property tests of `ReorderBuffer` and `Scoreboard` against models
+//!   (what it reports lost; its per-session in-flight and delivered
+//!   counts against a scan), and of `PathWindow`.
 //! - The hello on the wire, as a plain responder sees it.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -22,6 +28,7 @@ use sroce_proto::aeth::{NakCode, Syndrome};
 use sroce_proto::multipath::ext::{self, Caps, ExtKind, ExtPacket, Sack, SackBits};
 use sroce_proto::multipath::reorder::{Held, Offer, ReorderBuffer};
 use sroce_proto::multipath::scoreboard::{Entry, Scoreboard};
+use sroce_proto::multipath::window::{drain_time, PathWindow};
 use sroce_proto::packet::{build, packet_len};
 use sroce_proto::{
     Action, Aeth, AtomicAckEth, AtomicEth, Bth, Decision, ExtHeader, Headers, ImmDt, Mtu, Opcode,
@@ -237,6 +244,10 @@ struct ResponderNode {
     resp: Responder<8>,
     /// Multipath: the reorder buffer. `None`: the engine alone.
     rb: Option<PacketBuffer>,
+    /// Acknowledge as the driver does: a SACK only after a batch that
+    /// held, released or met a duplicate; otherwise only the engine's
+    /// ACKs (AckReq). Else a SACK or ACK after every batch.
+    driver_acks: bool,
     mem: Vec<u8>,
     current: Option<Vec<u8>>,
     received: Vec<(Vec<u8>, Option<u32>)>,
@@ -249,19 +260,23 @@ impl ResponderNode {
     /// One arrival batch; then, with multipath, a SACK, or an ACK when
     /// nothing is held.
     fn run(&mut self, arrived: Vec<Vec<u8>>, out: &mut Vec<Vec<u8>>) {
-        let batch = !arrived.is_empty();
+        let mut batch = !arrived.is_empty();
+        let mut changed = false;
         for b in arrived {
             let Some(rb) = self.rb.as_mut() else {
                 self.handle(&b, out);
                 continue;
             };
             let psn = Packet::parse(&b).unwrap().headers.bth.psn;
+            let behind = psn.is_before(self.resp.epsn());
             match rb.offer(self.resp.epsn(), psn, b) {
-                Offer::Held | Offer::Duplicate(_) => {}
+                Offer::Held | Offer::Duplicate(_) => changed = true,
                 Offer::Process(b) => {
+                    changed |= behind;
                     self.handle(&b, out);
                     // The gap may be filled: the held requests in order.
                     while let Some(b) = self.rb.as_mut().unwrap().take(self.resp.epsn()) {
+                        changed = true;
                         self.handle(&b, out);
                     }
                     let stale = self.rb.as_mut().unwrap().take_stale(self.resp.epsn());
@@ -269,6 +284,9 @@ impl ResponderNode {
                 }
                 Offer::Beyond(_) => panic!("{psn:?} beyond the window (the requester's is <= W)"),
             }
+        }
+        if self.driver_acks {
+            batch &= changed;
         }
         let (Some(rb), true) = (&self.rb, batch) else {
             return;
@@ -441,6 +459,27 @@ impl Sender {
     }
 }
 
+/// The responder of `s` (with a reorder buffer when multipath).
+fn responder_node(s: &Setup) -> ResponderNode {
+    let rcfg = ResponderConfig {
+        max_dest_rd_atomic: 4,
+        ..ResponderConfig::new(s.mtu)
+    };
+    ResponderNode {
+        resp: Responder::new(rcfg, s.initial_psn),
+        rb: s
+            .multipath
+            .then(|| ReorderBuffer::with_storage(vec![None; W])),
+        driver_acks: false,
+        mem: initial_mem(),
+        current: None,
+        received: Vec::new(),
+        executed_atomics: 0,
+        seq_naks: 0,
+        sacks: 0,
+    }
+}
+
 fn run(s: &Setup, ops: &[Op]) -> Run {
     let (seed, mut cfg) = (s.seed, RequesterConfig::new(s.mtu));
     cfg.max_rd_atomic = 4;
@@ -448,22 +487,7 @@ fn run(s: &Setup, ops: &[Op]) -> Run {
     cfg.ack_interval = 4;
     assert!(s.max_unacked as usize <= W);
     let mut sq: SendQueue<32> = SendQueue::new(cfg, s.initial_psn);
-    let rcfg = ResponderConfig {
-        max_dest_rd_atomic: 4,
-        ..ResponderConfig::new(s.mtu)
-    };
-    let mut node = ResponderNode {
-        resp: Responder::new(rcfg, s.initial_psn),
-        rb: s
-            .multipath
-            .then(|| ReorderBuffer::with_storage(vec![None; W])),
-        mem: initial_mem(),
-        current: None,
-        received: Vec::new(),
-        executed_atomics: 0,
-        seq_naks: 0,
-        sacks: 0,
-    };
+    let mut node = responder_node(s);
     let mut tx = Sender {
         paths: [
             Path::new(s.paths[0], seed ^ 0xA0),
@@ -1002,6 +1026,1006 @@ fn scoreboard_run(
         }
     }
     Err(TestCaseError::fail("not everything delivered"))
+}
+
+// ------------------------------------- the scoreboard's in-flight counts
+
+/// A tracked PSN's state in the model: on its way over its session, held
+/// by the responder, or presumed lost (reported, gone back over, or no
+/// longer held) since its last transmission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Flying,
+    Held,
+    Lost,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Tracked {
+    session: u8,
+    seq: u32,
+    fate: Fate,
+    reported: bool,
+}
+
+/// One step on a scoreboard; the numbers are taken relative to the
+/// model's state (see [`BoardModel::step`]).
+#[derive(Clone, Debug)]
+enum BoardOp {
+    /// A first transmission or a resend of PSN `una + ahead % (w + 4)`
+    /// (`w` the window: some beyond it), `una` being the board's, or
+    /// `lead` past it when `lead < 8` (the caller has not passed that
+    /// acknowledgement on yet: an older entry in the slot goes).
+    Record {
+        ahead: u32,
+        session: u8,
+        lead: u32,
+    },
+    /// A resend of the `pick`-th tracked PSN (within the window).
+    Resend {
+        pick: u32,
+        session: u8,
+    },
+    /// A SACK expecting `una + expected % 6 - 1`, holding each tracked
+    /// PSN after it with probability `keep`/1000 and `noise` other PSNs.
+    Sack {
+        expected: u32,
+        keep: u32,
+        noise: u8,
+        seed: u64,
+    },
+    /// Acknowledged through `una + ahead` (some jumps past the window).
+    Ack {
+        ahead: u32,
+    },
+    GoBack(bool),
+    ForgetHeld,
+    /// The requester restarts `delta` from `una`.
+    Clear {
+        delta: i32,
+    },
+    Take,
+}
+
+fn board_op() -> impl Strategy<Value = BoardOp> {
+    prop_oneof![
+        6 => (any::<u32>(), 0u8..3, 0u32..40)
+            .prop_map(|(ahead, session, lead)| BoardOp::Record { ahead, session, lead }),
+        2 => (any::<u32>(), 0u8..3).prop_map(|(pick, session)| BoardOp::Resend { pick, session }),
+        4 => (any::<u32>(), 0u32..=1000, any::<u8>(), any::<u64>()).prop_map(
+            |(expected, keep, noise, seed)| BoardOp::Sack { expected, keep, noise: noise % 8, seed }
+        ),
+        2 => prop_oneof![0u32..8, 0u32..300].prop_map(|ahead| BoardOp::Ack { ahead }),
+        1 => any::<bool>().prop_map(BoardOp::GoBack),
+        1 => Just(BoardOp::ForgetHeld),
+        1 => (-300i32..300).prop_map(|delta| BoardOp::Clear { delta }),
+        2 => Just(BoardOp::Take),
+    ]
+}
+
+/// A model of a scoreboard's per-session flight: each tracked PSN by
+/// absolute number (PSN `base + a` mod 2^24).
+struct BoardModel {
+    base: u32,
+    /// The window (the storage's length rounded down to a power of two).
+    w: u64,
+    una: u64,
+    tracked: std::collections::BTreeMap<u64, Tracked>,
+    next_seq: [u32; 3],
+    /// Deliveries not yet taken, per session.
+    pending: [u32; 3],
+    /// Transitions from in flight to delivered; those taken; those a
+    /// `clear` dropped before they were taken.
+    delivered: u64,
+    taken: u64,
+    dropped: u64,
+}
+
+const fn seq_before(a: u32, b: u32) -> bool {
+    let d = b.wrapping_sub(a);
+    d != 0 && d < 1 << 31
+}
+
+impl BoardModel {
+    fn psn(&self, a: u64) -> Psn {
+        Psn::new(((u64::from(self.base) + a) % (1 << 24)) as u32)
+    }
+
+    /// A packet of `session` delivered (it was in flight).
+    fn deliver(&mut self, session: u8) {
+        self.pending[usize::from(session)] += 1;
+        self.delivered += 1;
+    }
+
+    fn record(&mut self, una: u64, a: u64, session: u8) -> bool {
+        if a < una || a >= una + self.w {
+            return false;
+        }
+        // An entry of an older window in the same slot goes (not
+        // delivered: nobody said so).
+        let w = self.w;
+        self.tracked.retain(|&b, _| b == a || b % w != a % w);
+        let seq = self.next_seq[usize::from(session)];
+        self.next_seq[usize::from(session)] += 1;
+        let fate = Fate::Flying;
+        self.tracked.insert(
+            a,
+            Tracked {
+                session,
+                seq,
+                fate,
+                reported: false,
+            },
+        );
+        true
+    }
+
+    /// The losses the SACK reveals, in PSN order.
+    fn sack(&mut self, expected: u64, held: &BTreeSet<u64>) -> Vec<u64> {
+        let span = self.w.min(u64::from(ext::SACK_SPAN));
+        let (mut highest, mut newest) = (None, [None::<u32>; 3]);
+        let mut newly = Vec::new();
+        for (&a, t) in self.tracked.iter_mut() {
+            if a < expected || a - expected >= span {
+                continue;
+            }
+            if a == expected || !held.contains(&a) {
+                if t.fate == Fate::Held {
+                    t.fate = Fate::Lost;
+                }
+                continue;
+            }
+            if t.fate == Fate::Flying {
+                newly.push(t.session);
+            }
+            t.fate = Fate::Held;
+            highest = Some(a);
+            let n = &mut newest[usize::from(t.session)];
+            if n.map_or(true, |n| seq_before(n, t.seq)) {
+                *n = Some(t.seq);
+            }
+        }
+        newly.into_iter().for_each(|s| self.deliver(s));
+        let Some(highest) = highest else {
+            return Vec::new();
+        };
+        let mut lost = Vec::new();
+        for (&a, t) in self.tracked.range_mut(expected..highest) {
+            let overtaken = newest[usize::from(t.session)].is_some_and(|n| seq_before(t.seq, n));
+            if t.fate != Fate::Held && !t.reported && overtaken {
+                (t.fate, t.reported) = (Fate::Lost, true);
+                lost.push(a);
+            }
+        }
+        lost
+    }
+
+    fn acked_through(&mut self, una: u64) {
+        let acked: Vec<u64> = self.tracked.range(..una).map(|(&a, _)| a).collect();
+        for a in acked {
+            let t = self.tracked.remove(&a).unwrap();
+            if t.fate == Fate::Flying {
+                self.deliver(t.session);
+            }
+        }
+        self.una = una;
+    }
+
+    fn go_back(&mut self, forget_held: bool) -> u64 {
+        let mut had = 0;
+        for t in self.tracked.values_mut() {
+            match t.fate {
+                Fate::Flying => {
+                    had |= 1 << t.session;
+                    t.fate = Fate::Lost;
+                }
+                Fate::Held if forget_held => t.fate = Fate::Lost,
+                _ => {}
+            }
+        }
+        had
+    }
+
+    fn forget_held(&mut self) {
+        for t in self.tracked.values_mut() {
+            if t.fate == Fate::Held {
+                t.fate = Fate::Lost;
+            }
+        }
+    }
+
+    fn in_flight(&self, session: u8) -> u32 {
+        let flying = |t: &&Tracked| t.session == session && t.fate == Fate::Flying;
+        self.tracked.values().filter(flying).count() as u32
+    }
+
+    /// Applies `op` to the model and to `board`, comparing the answers,
+    /// then compares what the board tracks and counts with the model.
+    fn step(
+        &mut self,
+        board: &mut Scoreboard<Vec<Entry>>,
+        op: &BoardOp,
+    ) -> Result<(), TestCaseError> {
+        match *op {
+            BoardOp::Record {
+                ahead,
+                session,
+                lead,
+            } => {
+                let una = self.una + if lead < 8 { u64::from(lead) } else { 0 };
+                let a = una + u64::from(ahead) % (self.w + 4);
+                let want = self.record(una, a, session);
+                let got = board.record(self.psn(una), self.psn(a), session);
+                prop_assert_eq!(got, want, "record {} (una {})", a, una);
+            }
+            BoardOp::Resend { pick, session } => {
+                // (One the board's `una` covers: not one recorded with a
+                // `lead` past its window.)
+                let ours: Vec<u64> = self
+                    .tracked
+                    .range(..self.una + self.w)
+                    .map(|e| *e.0)
+                    .collect();
+                if !ours.is_empty() {
+                    let a = ours[pick as usize % ours.len()];
+                    prop_assert!(self.record(self.una, a, session));
+                    prop_assert!(board.record(self.psn(self.una), self.psn(a), session));
+                }
+            }
+            BoardOp::Sack {
+                expected,
+                keep,
+                noise,
+                seed,
+            } => {
+                let expected = (self.una + u64::from(expected % 6)).saturating_sub(1);
+                let mut rng = Rng(seed);
+                let mut held: BTreeSet<u64> = self
+                    .tracked
+                    .keys()
+                    .copied()
+                    .filter(|&a| a > expected && rng.chance(keep))
+                    .collect();
+                for _ in 0..noise {
+                    held.insert(expected + 1 + rng.below(self.w + 8));
+                }
+                let mut bits = SackBits::EMPTY;
+                held.iter().for_each(|&a| bits.set((a - expected) as u32));
+                let want: Vec<Psn> = self
+                    .sack(expected, &held)
+                    .into_iter()
+                    .map(|a| self.psn(a))
+                    .collect();
+                let mut got = Vec::new();
+                let count = board.on_sack(self.psn(expected), &bits, |p| got.push(p));
+                prop_assert_eq!(count, got.len());
+                prop_assert_eq!(got, want, "SACK expecting {} holding {:?}", expected, held);
+            }
+            BoardOp::Ack { ahead } => {
+                let una = self.una + u64::from(ahead);
+                self.acked_through(una);
+                board.acked_through(self.psn(una));
+            }
+            BoardOp::GoBack(forget_held) => {
+                let want = self.go_back(forget_held);
+                prop_assert_eq!(board.go_back(forget_held), want, "go_back");
+                prop_assert!((0..3).all(|s| board.in_flight(s) == 0));
+            }
+            BoardOp::ForgetHeld => {
+                self.forget_held();
+                board.forget_held();
+            }
+            BoardOp::Clear { delta } => {
+                let una = self.una.saturating_add_signed(i64::from(delta));
+                self.tracked.clear();
+                self.dropped += self.pending.iter().map(|&n| u64::from(n)).sum::<u64>();
+                self.pending = [0; 3];
+                self.una = una;
+                board.clear(self.psn(una));
+            }
+            BoardOp::Take => {
+                let mut got = [0u32; 3];
+                board.take_delivered(|s, n| {
+                    assert!(
+                        n > 0 && got[usize::from(s)] == 0,
+                        "session {s} twice or empty"
+                    );
+                    got[usize::from(s)] += n;
+                });
+                prop_assert_eq!(got, self.pending, "take_delivered");
+                self.taken += got.iter().map(|&n| u64::from(n)).sum::<u64>();
+                self.pending = [0; 3];
+            }
+        }
+        // The oracle: a scan of the model.
+        for s in 0..3u8 {
+            prop_assert_eq!(
+                board.in_flight(s),
+                self.in_flight(s),
+                "in_flight({}) after {:?}",
+                s,
+                op
+            );
+            prop_assert_eq!(board.next_seq(s), self.next_seq[usize::from(s)]);
+        }
+        prop_assert_eq!(board.in_flight(3), 0);
+        for (&a, t) in &self.tracked {
+            let p = self.psn(a);
+            prop_assert_eq!(board.sent_as(p), Some((t.session, t.seq)), "PSN {}", a);
+            prop_assert_eq!(board.session_of(p), Some(t.session));
+            prop_assert_eq!(board.is_held(p), t.fate == Fate::Held, "PSN {} held", a);
+        }
+        for a in (self.una..self.una + self.w).filter(|a| !self.tracked.contains_key(a)) {
+            prop_assert_eq!(board.sent_as(self.psn(a)), None, "PSN {} untracked", a);
+        }
+        Ok(())
+    }
+}
+
+/// Runs `ops` on a scoreboard of `slots` entries whose PSNs start at
+/// `start`, checking it against [`BoardModel`] after every step; at the
+/// end, everything delivered was taken once (or dropped by a `clear`).
+fn board_counts_run(slots: usize, start: u32, ops: &[BoardOp]) -> Result<(), TestCaseError> {
+    let mut board = Scoreboard::with_storage(vec![Entry::default(); slots]);
+    // The board starts at PSN 0 = `base + una`.
+    let una = 1000u64;
+    let mut m = BoardModel {
+        base: start.wrapping_sub(una as u32) & 0xFF_FFFF,
+        w: 1 << slots.ilog2(),
+        una,
+        tracked: Default::default(),
+        next_seq: [0; 3],
+        pending: [0; 3],
+        delivered: 0,
+        taken: 0,
+        dropped: 0,
+    };
+    board.clear(m.psn(una));
+    for op in ops {
+        m.step(&mut board, op)?;
+    }
+    m.step(&mut board, &BoardOp::Take)?;
+    prop_assert_eq!(m.taken + m.dropped, m.delivered);
+    Ok(())
+}
+
+// ------------------------------------------------ the sessions' windows
+
+#[derive(Clone, Debug)]
+enum WindowOp {
+    Start,
+    /// `n` packets sent on the session.
+    Send(u32),
+    Delivered(u32),
+    /// The loss of the packet sent `back + 1` packets ago.
+    Loss(u32),
+    Timeout,
+}
+
+fn window_op() -> impl Strategy<Value = WindowOp> {
+    prop_oneof![
+        1 => Just(WindowOp::Start),
+        4 => prop_oneof![0u32..4, 0u32..300].prop_map(WindowOp::Send),
+        4 => prop_oneof![0u32..4, 0u32..600, Just(u32::MAX)].prop_map(WindowOp::Delivered),
+        4 => prop_oneof![0u32..8, 0u32..500].prop_map(WindowOp::Loss),
+        1 => Just(WindowOp::Timeout),
+    ]
+}
+
+/// Runs `ops` on a window whose session's sequence numbers start at
+/// `seq0`, checking after each: within `MIN..=MAX` once started (all
+/// `UNUSED` before), no growth on a loss or a timeout, a loss cuts (to
+/// half, at least `MIN`) exactly when the lost packet was sent at or
+/// after the last cut's recovery point, deliveries grow it by their
+/// number up to the threshold (slow start), else by one per window,
+/// `has_room` and
+/// `drain_time` agree with the window.
+fn window_run(seq0: u32, ops: &[WindowOp]) -> Result<(), TestCaseError> {
+    let (min, max) = (PathWindow::MIN, PathWindow::MAX);
+    let mut w = PathWindow::UNUSED;
+    let (mut next, mut started, mut recover, mut cuts) = (seq0, false, None::<u32>, 0u32);
+    for op in ops {
+        let old = w;
+        match *op {
+            WindowOp::Start => {
+                w.start();
+                (started, recover) = (true, None);
+                prop_assert_eq!(w.cwnd(), PathWindow::INITIAL);
+                prop_assert_eq!(w.ssthresh(), max);
+            }
+            WindowOp::Send(n) => next = next.wrapping_add(n),
+            WindowOp::Delivered(n) => {
+                w.on_delivered(n);
+                prop_assert!(w.cwnd() >= old.cwnd(), "shrank on delivery");
+                prop_assert!(w.cwnd() - old.cwnd() <= n, "grew past {} packets", n);
+                if started && old.cwnd() < old.ssthresh() {
+                    // Slow start: a packet per packet, up to the threshold.
+                    let want = old.cwnd().saturating_add(n).min(old.ssthresh());
+                    prop_assert_eq!(w.cwnd(), want, "slow start by {}", n);
+                } else if started {
+                    // Congestion avoidance: a packet per window.
+                    prop_assert!(w.cwnd() - old.cwnd() <= n / old.cwnd() + 1);
+                }
+                prop_assert_eq!(w.ssthresh(), old.ssthresh());
+            }
+            WindowOp::Loss(back) => {
+                let seq = next.wrapping_sub(back).wrapping_sub(1);
+                let episode = recover.is_some_and(|r| seq_before(seq, r));
+                let cut = w.on_loss(seq, next);
+                prop_assert_eq!(
+                    cut,
+                    started && !episode,
+                    "loss of {} (recover {:?})",
+                    seq,
+                    recover
+                );
+                if cut {
+                    let half = (old.cwnd() / 2).max(min);
+                    prop_assert_eq!((w.cwnd(), w.ssthresh()), (half, half));
+                    recover = Some(next);
+                    cuts += 1;
+                } else {
+                    prop_assert_eq!(w, old, "no cut, no change");
+                }
+            }
+            WindowOp::Timeout => {
+                w.on_timeout(next);
+                if started {
+                    let half = (old.cwnd() / 2).max(min);
+                    prop_assert_eq!((w.cwnd(), w.ssthresh()), (min, half));
+                    recover = Some(next);
+                    cuts += 1;
+                } else {
+                    prop_assert_eq!(w, old);
+                }
+            }
+        }
+        prop_assert_eq!(w.cuts(), cuts);
+        prop_assert_eq!(w.is_active(), started);
+        if started {
+            prop_assert!((min..=max).contains(&w.cwnd()), "cwnd {}", w.cwnd());
+            prop_assert!(
+                (min..=max).contains(&w.ssthresh()),
+                "ssthresh {}",
+                w.ssthresh()
+            );
+        } else {
+            prop_assert_eq!(w, PathWindow::UNUSED);
+        }
+        for k in [
+            0,
+            1,
+            w.cwnd().saturating_sub(1),
+            w.cwnd(),
+            max,
+            u32::MAX - 1,
+        ] {
+            prop_assert_eq!(w.has_room(k), !started || k < w.cwnd(), "room for {}", k);
+            prop_assert!(drain_time(k, &w, 70, 100) <= drain_time(k + 1, &w, 70, 100));
+            prop_assert!(drain_time(k, &w, 70, 100) <= drain_time(k, &w, 90, 100));
+        }
+    }
+    // Whatever happened, deliveries alone bring it back to the maximum.
+    for _ in 0..4 {
+        w.on_delivered(1 << 20);
+    }
+    prop_assert_eq!(w.cwnd(), if started { max } else { 0 });
+    Ok(())
+}
+
+// ------------------------------------------- two paths with the windows
+
+/// What [`run_windowed`] saw besides the run.
+struct WindowedRun {
+    run: Run,
+    /// First transmissions per session.
+    new: [u64; 2],
+    /// Each session's window at the end (its cut count: losses and
+    /// timeouts), and the cuts for SACK-reported losses.
+    windows: [PathWindow; 2],
+    loss_cuts: [u32; 2],
+    /// The largest window each session reached.
+    max_cwnd: [u32; 2],
+    /// Times no session had room for a new packet.
+    blocked: u64,
+    /// New packets `SendQueue::resending` announced as resends, and
+    /// resends it announced as new.
+    new_said_resend: u64,
+    resend_said_new: u64,
+    /// When the last request completed (ticks), and the loop's steps.
+    end: u64,
+    steps: u64,
+}
+
+/// The requester's windows as the kernel keeps them: one per session,
+/// started at the agreement, the round-trip time of each path known.
+struct Windows {
+    w: [PathWindow; 2],
+    srtt: [u64; 2],
+}
+
+impl Windows {
+    fn has_room(&self, board: &Scoreboard<[Entry; W]>, s: u8) -> bool {
+        self.w[usize::from(s)].has_room(board.in_flight(s))
+    }
+
+    /// The session a packet sent now would be delivered on first: among
+    /// those with room (`room`), or all.
+    fn best(&self, board: &Scoreboard<[Entry; W]>, room: bool) -> Option<u8> {
+        let drain = |s: u8| {
+            let i = usize::from(s);
+            drain_time(board.in_flight(s), &self.w[i], self.srtt[i], 100)
+        };
+        (0..2u8)
+            .filter(|&s| !room || self.has_room(board, s))
+            .min_by_key(|&s| (drain(s), s))
+    }
+}
+
+/// Ticks after which a windowed run counts as stuck.
+const STUCK: u64 = 2_000_000;
+
+/// [`run`] with multipath and the sessions' congestion windows: a new
+/// packet goes out only when some session has room (go-back-N resends
+/// and selective resends always go); a new message goes to the session
+/// with room that drains first, and stays there while that session has
+/// room; each response's acknowledgement and SACK feed the windows
+/// (`acked_through`, `take_delivered`), each SACK-reported loss cuts the
+/// window of the session that carried it (once per episode), a timeout
+/// those of the sessions that had packets in flight.
+/// Whether the next packet is new is asked of `SendQueue::resending`
+/// before taking it, as the driver does; a packet that takes its session
+/// past half its window asks for an acknowledgement, as the driver's do.
+fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
+    assert!(s.multipath);
+    let (seed, mut cfg) = (s.seed, RequesterConfig::new(s.mtu));
+    cfg.max_rd_atomic = 4;
+    cfg.max_unacked_psns = s.max_unacked;
+    assert!(s.max_unacked as usize <= W);
+    let mut sq: SendQueue<32> = SendQueue::new(cfg, s.initial_psn);
+    let mut node = responder_node(s);
+    node.driver_acks = true;
+    let mut tx = Sender {
+        paths: [
+            Path::new(s.paths[0], seed ^ 0xA0),
+            Path::new(s.paths[1], seed ^ 0xA1),
+        ],
+        board: Scoreboard::with_storage([Entry::default(); W]),
+    };
+    let rtt = |p: (u64, u64, u32)| p.0 + s.reply.0;
+    let mut win = Windows {
+        w: [PathWindow::UNUSED; 2],
+        srtt: [rtt(s.paths[0]), rtt(s.paths[1])],
+    };
+    win.w.iter_mut().for_each(PathWindow::start);
+    // The session each message's new packets go on.
+    let mut current: HashMap<u32, u8> = HashMap::new();
+    let (mut reads, mut atomics, mut completions) = (HashMap::new(), HashMap::new(), Vec::new());
+    let mut n = Resends::default();
+    let (mut new, mut loss_cuts, mut max_cwnd) = ([0; 2], [0; 2], [PathWindow::INITIAL; 2]);
+    let (mut blocked, mut steps) = (0, 0);
+    let (mut new_said_resend, mut resend_said_new) = (0, 0);
+    let (mut back, mut mix) = (Path::new(s.reply, seed ^ 0xBA), Rng(seed ^ 0x313));
+    let (mut now, mut next_post, mut rtx) = (0u64, 0usize, None);
+    // What the last timeout found (the kernel's rule for trusting held
+    // marks once more).
+    let (mut last_timeout_una, mut sacked_since_timeout) = (None, false);
+    loop {
+        steps += 1;
+        assert!(
+            now < STUCK,
+            "seed {seed}: stuck, {} done, windows {:?}, in flight {:?}",
+            completions.len(),
+            win.w,
+            [tx.board.in_flight(0), tx.board.in_flight(1)]
+        );
+        while next_post < ops.len() && sq.has_room() {
+            let (tag, o) = (next_post as u32, &ops[next_post]);
+            let (op, len, fence) = (o.op.unwrap(), o.len, o.fence);
+            sq.post(SendWqe {
+                tag,
+                op,
+                len,
+                fence,
+            })
+            .unwrap();
+            next_post += 1;
+        }
+        loop {
+            let resending = sq.resending();
+            if !resending && win.best(&tx.board, true).is_none() {
+                blocked += 1;
+                break;
+            }
+            let Some(p) = sq.next_packet() else {
+                break;
+            };
+            if p.retransmit && !resending {
+                resend_said_new += 1;
+            }
+            if !p.retransmit && resending {
+                new_said_resend += 1;
+                if win.best(&tx.board, true).is_none() {
+                    // A new packet after all (see
+                    // `resending_is_false_before_a_new_request`): taken
+                    // back, to come again when a session has room.
+                    assert!(sq.hold(&p), "seed {seed}: {p:?} not taken back");
+                    sq.resume();
+                    blocked += 1;
+                    break;
+                }
+            }
+            let session = if p.retransmit {
+                if p.psn != sq.una() && tx.board.is_held(p.psn) {
+                    n.skipped += 1;
+                    continue;
+                }
+                n.resent += 1;
+                win.best(&tx.board, false).unwrap()
+            } else {
+                let here = current.get(&p.tag).copied();
+                let s = here
+                    .filter(|&c| win.has_room(&tx.board, c))
+                    .or_else(|| win.best(&tx.board, true))
+                    .unwrap();
+                let i = usize::from(s);
+                assert!(
+                    tx.board.in_flight(s) < win.w[i].cwnd(),
+                    "seed {seed}: no room"
+                );
+                current.insert(p.tag, s);
+                new[i] += 1;
+                s
+            };
+            // As the driver: a packet that takes its session past half its
+            // window asks for an acknowledgement (the requester asks only
+            // at a message's end and every 64 packets).
+            let mut p = p;
+            let (flying, cwnd) = (
+                tx.board.in_flight(session) + 1,
+                win.w[usize::from(session)].cwnd(),
+            );
+            p.ack_req |= flying >= cwnd / 2;
+            tx.send(now, sq.una(), session, &p, &ops[p.tag as usize]);
+        }
+        if sq.has_unacked() && rtx.is_none() {
+            rtx = Some(now + s.rto);
+        }
+        let (mut a, mut b) = (tx.paths[0].due(now), tx.paths[1].due(now));
+        let mut arrived = Vec::new();
+        while !a.is_empty() || !b.is_empty() {
+            let from_a = b.is_empty() || (!a.is_empty() && mix.chance(500));
+            arrived.extend(if from_a { a.pop_front() } else { b.pop_front() });
+        }
+        let mut out = Vec::new();
+        node.run(arrived, &mut out);
+        out.into_iter().for_each(|b| back.send(now, b));
+        // Completer.
+        let mut actions = Vec::new();
+        for b in back.due(now) {
+            let mut lost = Vec::new();
+            if ext::is_ext(&b) {
+                let ExtKind::Sack(sack) = ExtPacket::parse(&b).unwrap().kind else {
+                    panic!("not a SACK")
+                };
+                let psn = sack.expected.wrapping_sub(1);
+                let kind = ResponseKind::Ack(sack.aeth.syndrome);
+                actions.push(sq.on_response(&Response { psn, kind }));
+                tx.board
+                    .on_sack(sack.expected, &sack.held, |psn| lost.push(psn));
+                sacked_since_timeout = true;
+            } else {
+                let pkt = Packet::parse(&b).unwrap();
+                let resp = Response::from_headers(&pkt.headers, pkt.payload.len()).unwrap();
+                let a = sq.on_response(&resp);
+                match a {
+                    Action::PlaceReadData { tag, offset, len } => {
+                        let buf = reads
+                            .entry(tag)
+                            .or_insert_with(|| vec![0xEE; ops[tag as usize].len as usize]);
+                        buf[offset as usize..(offset + len) as usize].copy_from_slice(pkt.payload);
+                    }
+                    Action::AtomicResult { tag, orig } => {
+                        assert!(atomics.insert(tag, orig).is_none(), "atomic result twice");
+                    }
+                    Action::Fatal { .. } | Action::RnrWait { .. } => panic!("seed {seed}: {a:?}"),
+                    _ => {}
+                }
+                actions.push(a);
+            }
+            // Acknowledged and held packets are delivered: the windows grow.
+            tx.board.acked_through(sq.una());
+            tx.board
+                .take_delivered(|s, k| win.w[usize::from(s)].on_delivered(k));
+            for psn in lost {
+                // The loss is charged to the session that carried it, before
+                // the resend takes a new place in some session's order.
+                let (was, seq) = tx.board.sent_as(psn).unwrap_or_else(|| {
+                    panic!("seed {seed}: lost {psn:?} untracked, una {:?}", sq.una())
+                });
+                let i = usize::from(was);
+                if win.w[i].on_loss(seq, tx.board.next_seq(was)) {
+                    loss_cuts[i] += 1;
+                }
+                let p = sq.packet_at(psn);
+                let p = p.unwrap_or_else(|| panic!("seed {seed}: no packet at lost {psn:?}"));
+                let to = win.best(&tx.board, false).unwrap();
+                tx.send(now, sq.una(), to, &p, &ops[p.tag as usize]);
+                n.resent += 1;
+                n.selective += 1;
+                let ahead = psn.diff(node.resp.epsn());
+                let held = node.rb.as_ref().unwrap().bitmap(node.resp.epsn());
+                n.needless += u64::from(ahead < 0 || (ahead > 0 && held.is_set(ahead as u32)));
+            }
+            for (m, w) in max_cwnd.iter_mut().zip(&win.w) {
+                *m = (*m).max(w.cwnd());
+            }
+        }
+        if rtx.is_some_and(|t| t <= now) {
+            rtx = None;
+            n.timeouts += 1;
+            let una = sq.una();
+            let a = sq.on_timeout();
+            assert!(
+                !matches!(a, Action::Fatal { .. }),
+                "seed {seed}: retries exhausted"
+            );
+            if matches!(a, Action::Retransmit { .. }) {
+                // Held marks are trusted for one timeout after a SACK, and
+                // never twice at the same oldest PSN.
+                let forget = last_timeout_una == Some(una) || !sacked_since_timeout;
+                (last_timeout_una, sacked_since_timeout) = (Some(una), false);
+                let had = tx.board.go_back(forget);
+                assert_eq!(had >> 2, 0, "seed {seed}: sessions {had:#b}");
+                for s in 0..2u8 {
+                    if had & 1 << s != 0 {
+                        win.w[usize::from(s)].on_timeout(tx.board.next_seq(s));
+                    }
+                }
+                assert_eq!([tx.board.in_flight(0), tx.board.in_flight(1)], [0, 0]);
+            }
+            actions.push(a);
+        }
+        let changed = actions.iter().any(|a| *a != Action::Ignore);
+        if changed {
+            rtx = sq.has_unacked().then_some(now + s.rto);
+        }
+        while let Some(c) = sq.pop_completion() {
+            assert_eq!(c.tag as usize, completions.len(), "completions in order");
+            completions.push((c.tag, c.status));
+        }
+        if completions.len() == ops.len() {
+            return WindowedRun {
+                run: Run {
+                    completions,
+                    reads,
+                    atomics,
+                    node,
+                    n,
+                },
+                new,
+                windows: win.w,
+                loss_cuts,
+                max_cwnd,
+                blocked,
+                new_said_resend,
+                resend_said_new,
+                end: now,
+                steps,
+            };
+        }
+        if !changed {
+            let next = [
+                tx.paths[0].next_time(),
+                tx.paths[1].next_time(),
+                back.next_time(),
+                rtx,
+            ];
+            now = next
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("deadlock")
+                .max(now + 1);
+        }
+    }
+}
+
+/// The workload of `seed` (as [`compare`] makes it) over two paths of
+/// `delay` ticks with `loss` per mille, replies `reply_loss`, with the
+/// windows; checked against the sequential model.
+fn windowed(seed: u64, delay: [u64; 2], loss: [u32; 2], reply_loss: u32, n: usize) -> WindowedRun {
+    windowed_sized(seed, delay, loss, reply_loss, n, None)
+}
+
+/// [`windowed`] with messages of up to `packets` MTU-256 packets (random
+/// MTU and short messages if `None`).
+fn windowed_sized(
+    seed: u64,
+    delay: [u64; 2],
+    loss: [u32; 2],
+    reply_loss: u32,
+    n: usize,
+    packets: Option<u32>,
+) -> WindowedRun {
+    let mut rng = Rng(seed);
+    let (mtu, max_len) = match packets {
+        Some(p) => (Mtu::Mtu256, p * 256),
+        None => {
+            let mtu = [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024][rng.below(3) as usize];
+            (mtu, 4 * mtu.bytes() + 100)
+        }
+    };
+    let m = workload(&mut rng, n, max_len);
+    let initial_psn = match seed % 2 {
+        0 => Psn::new((1 << 24) - 1 - rng.below(100) as u32),
+        _ => Psn::new(rng.next() as u32),
+    };
+    let s = Setup {
+        seed,
+        mtu,
+        paths: [(delay[0], 1, loss[0]), (delay[1], 1, loss[1])],
+        reply: (50, 0, reply_loss),
+        initial_psn,
+        // Large messages: the agreed window, as wide as the responder's
+        // (the PSN window never stops them first).
+        max_unacked: match packets {
+            Some(_) => W as u32,
+            None => 32 + (seed % 97) as u32,
+        },
+        multipath: true,
+        rto: 600,
+    };
+    let r = run_windowed(&s, &m.ops);
+    check(seed, &m, &r.run);
+    assert_eq!(r.run.node.seq_naks, 0, "seed {seed}: no sequence NAK");
+    // Cuts come from SACK-reported losses (once per episode) and timeouts.
+    for i in 0..2 {
+        let (cuts, timeouts) = (r.windows[i].cuts(), r.run.n.timeouts as u32);
+        assert!(cuts <= r.loss_cuts[i] + timeouts, "seed {seed}: path {i}");
+        assert!(u64::from(r.loss_cuts[i]) <= r.run.n.selective);
+    }
+    assert_eq!(r.resend_said_new, 0, "seed {seed}: a resend taken for new");
+    assert_eq!(
+        r.new_said_resend, 0,
+        "seed {seed}: a new packet taken for a resend"
+    );
+    eprintln!(
+        "  seed {seed} {delay:?} {loss:?} {reply_loss}: new {:?}, cuts {:?} ({:?} by loss), \
+         largest windows {:?}, blocked {}, new packets announced as resends {}, {:?}, \
+         done at {}",
+        r.new,
+        r.windows.map(|w| w.cuts()),
+        r.loss_cuts,
+        r.max_cwnd,
+        r.blocked,
+        r.new_said_resend,
+        r.run.n,
+        r.end
+    );
+    r
+}
+
+/// Loss on path 1 only: its window is cut and new packets go mostly over
+/// path 0 (same delay); the workload completes as the model says.
+#[test]
+fn windows_move_new_packets_off_a_lossy_path() {
+    for seed in 0..5 {
+        let r = windowed(seed, [50, 50], [0, 20], 0, 300);
+        let [new0, new1] = r.new;
+        assert!(
+            new1 * 2 < new0,
+            "seed {seed}: path 1 carried {new1}, path 0 {new0}"
+        );
+        assert!(r.windows[1].cuts() > 0 && r.loss_cuts[1] > 0, "seed {seed}");
+        // Path 0 is cut by timeouts only.
+        assert_eq!(r.loss_cuts[0], 0, "seed {seed}");
+    }
+}
+
+/// Clean paths: no window is ever cut; equal delays share the new
+/// packets evenly, a shorter round trip gets more.
+#[test]
+fn windows_share_clean_paths_by_round_trip() {
+    for seed in 0..5 {
+        let r = windowed(seed, [50, 50], [0, 0], 0, 300);
+        let [new0, new1] = r.new;
+        let share = new0 * 100 / (new0 + new1);
+        assert!((35..=65).contains(&share), "seed {seed}: {new0} and {new1}");
+        assert_eq!(r.windows.map(|w| w.cuts()), [0, 0], "seed {seed}");
+        assert_eq!((r.run.n.resent, r.run.n.timeouts), (0, 0), "seed {seed}");
+
+        let r = windowed(seed, [50, 80], [0, 0], 0, 300);
+        assert!(r.new[0] > r.new[1], "seed {seed}: {:?}", r.new);
+        assert_eq!(r.windows.map(|w| w.cuts()), [0, 0], "seed {seed}");
+    }
+}
+
+/// Messages of up to 64 packets, more than a session's first window: a
+/// message moves on to the other session when its own is full, and the
+/// packets in the upper half of a window ask for the acknowledgements that
+/// open it again (the requester itself asks only at a message's end
+/// and every 64 packets): clean paths never wait for the timer.
+#[test]
+fn messages_larger_than_a_window_keep_both_paths_busy() {
+    for seed in 0..4 {
+        // Path 0 a little faster: a message's later packets (on path 1)
+        // arrive after its earlier ones, nothing is held, no SACK comes.
+        let r = windowed_sized(seed, [40, 50], [0, 0], 0, 120, Some(64));
+        assert_eq!((r.run.n.resent, r.run.n.timeouts), (0, 0), "seed {seed}");
+        let [new0, new1] = r.new;
+        let share = new0 * 100 / (new0 + new1);
+        assert!((30..=70).contains(&share), "seed {seed}: {new0} and {new1}");
+        // And with loss on one path, nothing stalls (bounded inside).
+        let _ = windowed_sized(seed, [50, 70], [0, 20], 0, 120, Some(64));
+    }
+}
+
+/// `SendQueue::resending` before `next_packet` says whether the packet
+/// is a resend, also when the send cursor moved on to a work request not
+/// started yet (its `cursor_psn` still at the previous message's last
+/// packet, before `sent_end`): a driver gating new packets on it must not
+/// let the first packet of each message past the windows.
+#[test]
+fn resending_is_false_before_a_new_request() {
+    let mut sq: SendQueue<4> = SendQueue::new(RequesterConfig::new(Mtu::Mtu1024), Psn::new(7));
+    for tag in 0..2 {
+        let (op, len, fence) = (WqeOp::Send, 16, false);
+        sq.post(SendWqe {
+            tag,
+            op,
+            len,
+            fence,
+        })
+        .unwrap();
+    }
+    assert!(!sq.resending());
+    assert!(!sq.next_packet().unwrap().retransmit);
+    let said = sq.resending();
+    let p = sq.next_packet().unwrap();
+    assert!(!p.retransmit && p.psn == Psn::new(8));
+    assert!(!said, "resending() before the first packet of request 1");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn scoreboard_in_flight_and_deliveries_match_a_scan(
+        slots in prop::sample::select(vec![4usize, 8, 16, 24, 128]),
+        start in start_psn(),
+        ops in prop::collection::vec(board_op(), 1..250),
+    ) {
+        board_counts_run(slots, start, &ops)?;
+    }
+
+    #[test]
+    fn path_window_stays_in_bounds_and_cuts_once_per_episode(
+        seq0 in prop_oneof![u32::MAX - 400..=u32::MAX, any::<u32>()],
+        ops in prop::collection::vec(window_op(), 1..200),
+    ) {
+        window_run(seq0, &ops)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any seed, up to 5% loss on each path and on the replies: the
+    /// windowed run completes as the model says, well before it would
+    /// count as stuck.
+    #[test]
+    fn windowed_runs_never_stall(
+        seed in any::<u64>(),
+        delay1 in 30u64..=120,
+        loss in [0u32..=50, 0u32..=50],
+        reply_loss in 0u32..=50,
+        n in 50usize..=200,
+    ) {
+        let r = windowed(seed, [50, delay1], loss, reply_loss, n);
+        prop_assert!(r.end < 100 * n as u64 + 10_000, "done at {}", r.end);
+        prop_assert!(r.steps < 20 * n as u64 + 2_000, "{} steps", r.steps);
+    }
 }
 
 // -------------------------------------------------------------- the hello

@@ -135,10 +135,19 @@ pub(crate) enum Counter {
     /// Multipath: sessions given a fresh 5-tuple because their losses
     /// stayed high.
     MpReplaced,
+    /// Multipath: a session's congestion window was cut (a loss in a new
+    /// episode, or a transport timeout with its packets in flight).
+    MpWindowCuts,
+    /// Multipath: new packets waited because no live session had room in
+    /// its congestion window.
+    MpWindowFull,
+    /// Multipath: a message moved to another session partway through
+    /// (its session's window was full and another had room).
+    MpFlowletSwitches,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::MpReplaced as usize + 1;
+const COUNT: usize = Counter::MpFlowletSwitches as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -192,6 +201,9 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"mp_selective_resends"),
     StatDesc::new(c"mp_resends_skipped"),
     StatDesc::new(c"mp_replaced"),
+    StatDesc::new(c"mp_window_cuts"),
+    StatDesc::new(c"mp_window_full"),
+    StatDesc::new(c"mp_flowlet_switches"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

@@ -100,6 +100,10 @@ pub(super) fn on_response(
     }
     let oldest = rc.sq.oldest_tag();
     let action = go_back(rc, why, now, |sq| sq.on_response(&r));
+    // What the acknowledgement passed was delivered: the windows of the
+    // sessions that carried it grow (multipath).
+    let now_us = rc.now_us(now);
+    rc.mp.on_acked(&mut rc.sessions, rc.sq.una(), now_us);
     if let (
         Some(tag),
         Action::Progress | Action::PlaceReadData { .. } | Action::AtomicResult { .. },

@@ -668,7 +668,8 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         let rc: &mut RcState = rc;
         if rc.timers.expire(now, &mut rc.sq) {
             counters.inc(Counter::LocalAckTimeout);
-            rc.mp.on_timeout(rc.sq.una());
+            let cuts = rc.mp.on_timeout(rc.sq.una(), &mut rc.sessions);
+            counters.add(Counter::MpWindowCuts, u64::from(cuts));
             let a = go_back(rc, GoBack::Timeout, now, |sq| sq.on_timeout());
             count_action(counters, &a);
             rc.timers.on_action(now, &a);
@@ -678,9 +679,13 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         if rc.sessions.refresh_links(qp.device(), oldest, now_us) {
             // A session's link went down under unacknowledged requests:
             // resend them on a live one now rather than at the timeout.
+            rc.mp.went_back();
             let a = rc.sq.go_back_now();
             count_action(counters, &a);
             rc.timers.on_action(now, &a);
+        } else {
+            // Packets of messages it does not hold may still be on it.
+            multipath::resend_stranded(qp, inner);
         }
     }
     // Completions first: the ACKs just received free send-queue slots that
@@ -707,6 +712,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         if polled.resend {
             // A session stalled under unacknowledged requests and is down:
             // the next pass resends them on a live one.
+            rc.mp.went_back();
             let a = rc.sq.go_back_now();
             count_action(counters, &a);
             rc.timers.on_action(now, &a);

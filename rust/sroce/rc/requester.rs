@@ -60,11 +60,17 @@ pub(super) fn go_back(
         rc.sq.refill_retries();
     }
     let oldest = rc.sq.oldest_tag();
+    // The session that carried the oldest unacknowledged packet: with the
+    // multipath transport a message's packets may have taken several.
+    let carrier = rc.mp.carrier_of(rc.sq.una());
     let a = step(&mut rc.sq);
     if !matches!(a, Action::Retransmit { .. }) {
         return a;
     }
-    match rc.sessions.go_back(why, oldest, now_us) {
+    // Everything from the oldest unacknowledged packet is resent: none of
+    // it counts as on its way any more.
+    rc.mp.went_back();
+    match rc.sessions.go_back(why, oldest, carrier, now_us) {
         Err(_) if multi => rc.sq.abort(crate::roce::wc::WcStatus::RetryExcErr),
         _ => a,
     }
@@ -274,6 +280,17 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             }
             continue;
         }
+        if !rc.sq.resending()
+            && rc.sq.has_unsent()
+            && rc.sq.has_unacked()
+            && rc.mp.windows_full(&rc.sessions)
+        {
+            // No live session has room in its congestion window: the
+            // acknowledgements of what is unacknowledged (or its timeout)
+            // run this again.
+            dev.data().io.counters.inc(Counter::MpWindowFull);
+            break;
+        }
         let Some(p) = rc.sq.next_packet() else { break };
         let (wqe_len, responses) = match rc.wqes.get(p.tag as usize % SQ_DEPTH) {
             Some(Some(w)) => (w.length, wqe_op(w.op).is_read_or_atomic()),
@@ -285,17 +302,40 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             continue;
         }
         let una = rc.sq.una();
-        // Asked for a new message's first packet only (the ledger keeps
-        // the rest of it on the same session).
-        let prefer = if !p.retransmit && p.operation.position().starts_message() {
-            rc.mp.preferred_session(&rc.sessions, una, responses)
+        let first = !p.retransmit && p.operation.position().starts_message();
+        // Asked for a new message's first packet (the ledger keeps the
+        // rest of it on the same session, unless the multipath transport
+        // moves it on when that session's window is full).
+        let prefer = if first {
+            rc.mp.preferred_session(&rc.sessions, responses)
         } else {
             None
         };
-        let (sid, flow) = rc
-            .sessions
-            .flow_for(&p, wqe_len, mtu, prefer, now_us)
-            .unwrap_or((SessionId(0), rc.flow));
+        let moved = if p.retransmit || first {
+            None
+        } else {
+            rc.mp
+                .flowlet_session(&rc.sessions, p.tag)
+                .and_then(|(id, moved)| Some((id, rc.sessions.flow(id)?, moved)))
+        };
+        let (sid, flow) = match moved {
+            Some((id, flow, switched)) => {
+                if switched {
+                    dev.data().io.counters.inc(Counter::MpFlowletSwitches);
+                    rc.sessions.spread(p.tag);
+                }
+                (id, flow)
+            }
+            None => rc
+                .sessions
+                .flow_for(&p, wqe_len, mtu, prefer, now_us)
+                .unwrap_or((SessionId(0), rc.flow)),
+        };
+        if first {
+            rc.mp.message_on(p.tag, sid);
+        }
+        let mut p = p;
+        p.ack_req |= rc.mp.asks_ack(&rc.sessions, sid);
         if rc.mp.sent(una, p.psn, sid) {
             // Its losses stayed high: a fresh 5-tuple (the work item).
             rc.sessions.want_replace(sid);

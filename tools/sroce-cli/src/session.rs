@@ -29,6 +29,9 @@ pub struct SessionInfo {
     pub replacements: u64,
     /// In a replacement event: the port it left from before.
     pub replaced_sport: Option<u16>,
+    /// Its congestion window (packets) and how often it was cut, while
+    /// the multipath transport is in use.
+    pub window: Option<(u32, u32)>,
 }
 
 pub(crate) fn u64_of(a: &nl::Attr<'_>) -> Result<u64, nl::DecodeError> {
@@ -86,6 +89,12 @@ impl SessionInfo {
                 abi::ATTR_ROCE_V1 => s.roce_v1 = a.u8()? != 0,
                 abi::ATTR_REPLACEMENTS => s.replacements = u64_of(&a)?,
                 abi::ATTR_REPLACED_SPORT => s.replaced_sport = Some(a.u16()?),
+                abi::ATTR_CWND => {
+                    s.window = Some((a.u32()?, s.window.map_or(0, |w| w.1)));
+                }
+                abi::ATTR_WINDOW_CUTS => {
+                    s.window = Some((s.window.map_or(0, |w| w.0), a.u32()?));
+                }
                 // Newer kernels may add attributes.
                 _ => {}
             }
@@ -125,6 +134,10 @@ impl SessionInfo {
             .num("timeouts", self.timeouts)
             .num("srtt_us", self.srtt_us.into())
             .num("replacements", self.replacements);
+        let o = match self.window {
+            Some((cwnd, cuts)) => o.num("cwnd", cwnd.into()).num("window_cuts", cuts.into()),
+            None => o,
+        };
         match self.replaced_sport {
             Some(p) => o.num("replaced_sport", p.into()).finish(),
             None => o.finish(),
@@ -149,8 +162,12 @@ impl SessionInfo {
             Some(p) => format!(" (replaces port {p})"),
             None => String::new(),
         };
+        let window = match self.window {
+            Some((cwnd, cuts)) => format!(" cwnd {cwnd} cuts {cuts}"),
+            None => String::new(),
+        };
         format!(
-            "{} qp {} session {} {} {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us replaced {}{}",
+            "{} qp {} session {} {} {} policy {} tx {} pkts {} bytes acked {} retx {} timeouts {} srtt {}us replaced {}{}{}",
             self.dev,
             self.qpn,
             self.id,
@@ -164,6 +181,7 @@ impl SessionInfo {
             self.timeouts,
             self.srtt_us,
             self.replacements,
+            window,
             replaced,
         )
     }
@@ -197,6 +215,7 @@ mod tests {
             roce_v1: false,
             replacements: 0,
             replaced_sport: None,
+            window: None,
         };
         assert_eq!(
             s.line(),
@@ -215,6 +234,17 @@ mod tests {
         assert!(moved
             .json()
             .ends_with(r#""srtt_us":120,"replacements":2,"replaced_sport":61000}"#));
+        let windowed = SessionInfo {
+            window: Some((24, 3)),
+            dev: s.dev.clone(),
+            ..moved
+        };
+        assert!(windowed
+            .line()
+            .ends_with("replaced 2 cwnd 24 cuts 3 (replaces port 61000)"));
+        assert!(windowed
+            .json()
+            .ends_with(r#""replacements":2,"cwnd":24,"window_cuts":3,"replaced_sport":61000}"#));
         let v1 = SessionInfo {
             roce_v1: true,
             dev: s.dev.clone(),

@@ -321,6 +321,20 @@ impl<S: SlotStore> SendQueueWith<S> {
         self.next_psn
     }
 
+    /// Whether a posted request still has packets to send for the first
+    /// time (the PSN window or a fence may hold them back).
+    pub fn has_unsent(&self) -> bool {
+        !self.error && self.cursor < self.len && !self.resending()
+    }
+
+    /// Whether the next packet [`SendQueue::next_packet`] gives is a
+    /// retransmission (going back N).
+    pub fn resending(&self) -> bool {
+        // A request not started yet starts at its own first PSN, new.
+        self.slot(self.cursor).is_some_and(|s| s.started)
+            && self.cursor_psn.is_before(self.sent_end)
+    }
+
     /// Whether packets are sent and not acknowledged: the transport
     /// (local ACK) timer should run exactly while this holds and
     /// [`SendQueue::waiting_rnr`] does not.
@@ -395,11 +409,14 @@ impl<S: SlotStore> SendQueueWith<S> {
                 // (the last packet completes the request).
                 let _ = self.ack_before(end);
             }
+            // The packet that fills the PSN window asks for the
+            // acknowledgement that opens it again.
+            let fills = !retransmit && self.una.distance_to(end) >= self.cfg.max_unacked_psns;
             return Some(RequestPacket {
                 tag: slot.wqe.tag,
                 psn,
                 operation: seg.operation,
-                ack_req: seg.ack_req,
+                ack_req: seg.ack_req || fills,
                 offset: seg.offset,
                 payload_len: seg.payload_len,
                 reth: seg.reth,

@@ -13,7 +13,7 @@ mod hold;
 mod spray;
 
 pub(super) use hold::{drop_stale, flush_sack, intercept, release};
-pub(super) use spray::maybe_hello;
+pub(super) use spray::{maybe_hello, resend_stranded};
 
 use super::{
     completer::on_response, receive, receive_waits, requester::send_request, responder::reply_flow,
@@ -32,6 +32,7 @@ use crate::roce::{
         ext::{self, ExtKind, ExtPacket, HelloAck, Sack},
         reorder::{Held as HeldRequest, MAX_WINDOW},
         scoreboard::Entry,
+        window::drain_time,
         Negotiation, Offer, ReorderBuffer, Scoreboard,
     },
     opcode::{Opcode, Operation, Transport},
@@ -69,6 +70,25 @@ struct Sprayer {
     lost: KVVec<Psn>,
     /// Each session's losses, for replacing a congested one.
     meters: EngineStore<LossMeter>,
+    /// The session `round-robin` chose last.
+    last_turn: u8,
+    /// The message being sent and the flowlet its packets go on now.
+    current: Option<Flowlet>,
+}
+
+/// Packets of a message sent in a row on one session before the policy
+/// chooses again (sooner if the session's window is full).
+const FLOWLET_PACKETS: u32 = 32;
+
+/// Part of a message sent in a row on one session.
+#[derive(Clone, Copy)]
+struct Flowlet {
+    /// The message's tag.
+    tag: u32,
+    /// The session.
+    on: SessionId,
+    /// Packets sent in it so far.
+    sent: u32,
 }
 
 impl Sprayer {
@@ -78,7 +98,60 @@ impl Sprayer {
             board: Scoreboard::with_storage(EngineStore::filled(TRACKED, Entry::default())?),
             lost: KVVec::with_capacity(WINDOW, GFP_KERNEL)?,
             meters: EngineStore::filled(MAX_SESSIONS, LossMeter::new())?,
+            last_turn: 0,
+            current: None,
         })
+    }
+
+    /// The spreading policy's session for the next flowlet: with
+    /// `least-outstanding` the soonest, with `round-robin` the next Up
+    /// session with room; `None` for the other policies.
+    fn choose(&mut self, sessions: &QpSessions<SQ_DEPTH>) -> Option<SessionId> {
+        let chosen = match sessions.policy() {
+            Policy::LeastOutstanding => self.soonest(sessions),
+            Policy::RoundRobin => {
+                let n = sessions.len();
+                (1..=n)
+                    .map(|k| (usize::from(self.last_turn) + k) % n.max(1))
+                    .filter_map(|i| u8::try_from(i).ok().map(SessionId))
+                    .find(|&id| sessions.is_up(id) && self.has_room(sessions, id))
+            }
+            _ => None,
+        };
+        if let Some(id) = chosen {
+            self.last_turn = id.0;
+        }
+        chosen
+    }
+
+    /// Whether session `id` has room in its congestion window.
+    fn has_room(&self, sessions: &QpSessions<SQ_DEPTH>, id: SessionId) -> bool {
+        sessions
+            .session(id)
+            .is_some_and(|s| s.window().has_room(self.board.in_flight(id.0)))
+    }
+
+    /// The Up session with room where a packet would be delivered first
+    /// (`window::drain_time`: what is ahead of it over the session's
+    /// window per round trip); the earliest of all if none has room.
+    fn soonest(&self, sessions: &QpSessions<SQ_DEPTH>) -> Option<SessionId> {
+        // A session without an RTT sample yet is taken as the slowest
+        // known one (it is sampled once it carries something).
+        let default_rtt = sessions
+            .sessions()
+            .map(|(s, _)| s.rtt().srtt_us())
+            .max()
+            .unwrap_or(0);
+        sessions
+            .up_ids()
+            .filter_map(|id| {
+                let s = sessions.session(id)?;
+                let flying = self.board.in_flight(id.0);
+                let t = drain_time(flying, s.window(), s.rtt().srtt_us(), default_rtt);
+                Some((!s.window().has_room(flying), t, id.0))
+            })
+            .min()
+            .map(|(_, _, id)| SessionId(id))
     }
 }
 
@@ -164,7 +237,8 @@ impl Multipath {
     /// void; an agreed window stays.
     pub(crate) fn restart_requester(&mut self, sq: &mut super::Requester) {
         if let Some(s) = self.sprayer.as_mut() {
-            s.board.clear();
+            s.board.clear(sq.una());
+            s.current = None;
             sq.set_max_unacked_psns(self.agreed_window());
         }
         self.deferred_ack = None;
@@ -193,25 +267,131 @@ impl Multipath {
     /// Where a new message goes instead of the policy's choice, once the
     /// peer agreed: READs and atomics (`expects_responses`) on session 0,
     /// so their responses, taken in order only, come back over one path;
-    /// with `least-outstanding`, the Up session with the fewest packets
-    /// still on their way (neither acknowledged nor held by the peer), so
-    /// each path gets messages as fast as it delivers them.
+    /// with `least-outstanding`, the Up session with room in its window
+    /// where it would be delivered first (what is still on its way there,
+    /// neither acknowledged nor held by the peer, over the session's
+    /// window per round trip), so each path gets messages as fast as it
+    /// delivers them; with `round-robin`, the next Up session with room.
     pub(super) fn preferred_session(
-        &self,
+        &mut self,
         sessions: &QpSessions<SQ_DEPTH>,
-        una: Psn,
         expects_responses: bool,
     ) -> Option<SessionId> {
-        let s = self.sprayer.as_ref()?;
+        let s = self.sprayer.as_mut()?;
         if expects_responses {
             return Some(SessionId(0));
         }
-        if sessions.policy() != Policy::LeastOutstanding {
+        s.choose(sessions)
+    }
+
+    /// Whether new packets wait: the policy spreads and no Up session has
+    /// room in its window (the acknowledgements of what is in flight open
+    /// them, or a timeout). Going back N is not held back (it resends what
+    /// the windows let out before), nor is anything when no session is Up
+    /// (the group's failover and probes decide then).
+    pub(super) fn windows_full(&self, sessions: &QpSessions<SQ_DEPTH>) -> bool {
+        let Some(s) = self.sprayer.as_ref() else {
+            return false;
+        };
+        let mut up = sessions.up_ids().peekable();
+        spreads(sessions) && up.peek().is_some() && !up.any(|id| s.has_room(sessions, id))
+    }
+
+    /// The session the next packet of message `tag` (not its first) goes
+    /// on when the policy spreads, and whether the message moves: it stays
+    /// on its session for [`FLOWLET_PACKETS`] packets while that has room,
+    /// then the policy chooses again (a message larger than a window is
+    /// spread in flowlets). `None`: where the ledger put the message.
+    pub(super) fn flowlet_session(
+        &mut self,
+        sessions: &QpSessions<SQ_DEPTH>,
+        tag: u32,
+    ) -> Option<(SessionId, bool)> {
+        let s = self.sprayer.as_mut()?;
+        if !spreads(sessions) {
             return None;
         }
-        sessions
-            .up_ids()
-            .min_by_key(|id| (s.board.in_flight(una, id.0), id.0))
+        let f = s.current.filter(|f| f.tag == tag)?;
+        let usable = sessions.is_up(f.on) && s.has_room(sessions, f.on);
+        if usable && f.sent < FLOWLET_PACKETS {
+            s.current = Some(Flowlet {
+                sent: f.sent.saturating_add(1),
+                ..f
+            });
+            return Some((f.on, false));
+        }
+        let Some(next) = s.choose(sessions).filter(|&n| s.has_room(sessions, n)) else {
+            // Nowhere with room: on where it is.
+            return Some((f.on, false));
+        };
+        s.current = Some(Flowlet {
+            tag,
+            on: next,
+            sent: 1,
+        });
+        Some((next, next != f.on))
+    }
+
+    /// Whether the next packet on session `id` asks for an
+    /// acknowledgement (AckReq): when it takes the session past half its
+    /// window. The requester asks only at a message's end (and every 64
+    /// packets), so a window that stops a message partway (or shrinks
+    /// under packets in flight: a cut, a fresh 5-tuple) would wait for the
+    /// transport timer; ACKs from the upper half of every window keep the
+    /// windows open and growing as the packets arrive.
+    pub(super) fn asks_ack(&self, sessions: &QpSessions<SQ_DEPTH>, id: SessionId) -> bool {
+        let Some(s) = self.sprayer.as_ref() else {
+            return false;
+        };
+        let Some(cwnd) = sessions
+            .session(id)
+            .map(|x| x.window().cwnd())
+            .filter(|&c| c != 0)
+        else {
+            return false;
+        };
+        let after = s.board.in_flight(id.0).saturating_add(1);
+        spreads(sessions) && after >= cwnd / 2
+    }
+
+    /// The first packet of message `tag` went out on `id`.
+    pub(super) fn message_on(&mut self, tag: u32, id: SessionId) {
+        if let Some(s) = self.sprayer.as_mut() {
+            s.current = Some(Flowlet {
+                tag,
+                on: id,
+                sent: 1,
+            });
+        }
+    }
+
+    /// The requester goes back N (resends everything from its oldest
+    /// unacknowledged packet, except what the peer holds): nothing it sent
+    /// counts as on its way any more; the resends count again.
+    pub(super) fn went_back(&mut self) {
+        if let Some(s) = self.sprayer.as_mut() {
+            let _ = s.board.go_back(false);
+            s.current = None;
+        }
+    }
+
+    /// The session that last carried `psn` (the requester's oldest
+    /// unacknowledged one, when it goes back), once the peer agreed.
+    pub(super) fn carrier_of(&self, psn: Psn) -> Option<SessionId> {
+        let s = self.sprayer.as_ref()?;
+        s.board.session_of(psn).map(SessionId)
+    }
+
+    /// The requester's oldest unacknowledged PSN is `una` now: what it
+    /// passed was delivered, and the sessions that carried it are credited
+    /// (`QpSessions::on_delivered`).
+    pub(super) fn on_acked(&mut self, sessions: &mut QpSessions<SQ_DEPTH>, una: Psn, now_us: u64) {
+        let Some(s) = self.sprayer.as_mut() else {
+            return;
+        };
+        s.board.acked_through(una);
+        s.board
+            .take_delivered(|id, n| sessions.on_delivered(SessionId(id), n, now_us));
     }
 
     /// The transport timer expired with `una` the oldest unacknowledged
@@ -219,17 +399,39 @@ impl Multipath {
     /// the previous timeout found the same `una`: then nothing moved in a
     /// whole timeout, what it said it holds may be gone, and everything is
     /// resent.
-    pub(super) fn on_timeout(&mut self, una: Psn) {
+    /// The window of the session that carried `una` (of each that had
+    /// packets in flight, if that is unknown) is cut to the minimum;
+    /// returns how many were.
+    pub(super) fn on_timeout(&mut self, una: Psn, sessions: &mut QpSessions<SQ_DEPTH>) -> u32 {
         // What the responder said it holds is trusted for one timeout after
         // its last SACK, and never twice at the same oldest PSN.
-        if self.last_timeout_una == Some(una) || !self.sacked_since_timeout {
-            if let Some(s) = self.sprayer.as_mut() {
-                s.board.forget_held();
+        let forget = self.last_timeout_una == Some(una) || !self.sacked_since_timeout;
+        let mut cuts = 0;
+        if let Some(s) = self.sprayer.as_mut() {
+            // The session that carried the oldest unacknowledged packet
+            // stalled the connection: its window is cut (the others only
+            // see their packets resent by the go-back).
+            let carrier = s.board.session_of(una);
+            // Nothing sent is on its way any more: the go-back resends it.
+            let mut had = s.board.go_back(forget);
+            if let Some(c) = carrier.filter(|&c| had & (1 << c) != 0) {
+                had = 1 << c;
             }
+            for id in 0..MAX_SESSIONS as u8 {
+                if had & (1 << id) == 0 {
+                    continue;
+                }
+                if let Some(w) = sessions.window_mut(SessionId(id)).filter(|w| w.is_active()) {
+                    w.on_timeout(s.board.next_seq(id));
+                    cuts += 1;
+                }
+            }
+            s.current = None;
         }
         self.last_timeout_una = Some(una);
         self.sacked_since_timeout = false;
         self.deferred_ack = None;
+        cuts
     }
 
     /// An acknowledgement or NAK (`psn`, `aeth`) that passes a READ or
@@ -271,6 +473,15 @@ impl Multipath {
         }
         self.deferred_ack.take()
     }
+}
+
+/// Whether the group's policy spreads messages over its sessions (and so
+/// the windows decide where, and whether, new packets go).
+fn spreads(sessions: &QpSessions<SQ_DEPTH>) -> bool {
+    matches!(
+        sessions.policy(),
+        Policy::LeastOutstanding | Policy::RoundRobin
+    )
 }
 
 /// The fields of a request's BTH the hold decision needs, read without a
@@ -344,6 +555,8 @@ pub(crate) fn prepare(qp: &Qp<SroceDevice>) {
         return;
     };
     rc.mp.negotiation.on_hello_ack(&ack);
+    let mut sprayer = sprayer;
+    sprayer.board.clear(rc.sq.una());
     rc.mp.sprayer = Some(sprayer);
     let window = rc.mp.agreed_window();
     rc.sq.set_max_unacked_psns(window);

@@ -47,15 +47,15 @@ pub(super) fn on_ext(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, 
                 let h = ack_headers(qp.data().qpn(), s.expected.wrapping_sub(1), s.aeth);
                 let _ = on_response(qp, inner, &h, pkt, 0, 0, now);
             }
-            resend_lost(qp, inner, &s);
+            let now_us = inner.rc.as_ref().map_or(0, |rc| rc.now_us(now));
+            resend_lost(qp, inner, &s, now_us);
         }
     }
 }
 
 /// Resends what SACK `s` shows lost, each on another live session (a
 /// READ or atomic on session 0 while it is Up, as when first sent).
-fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack) {
-    let dev = qp.device();
+fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack, now_us: u64) {
     let QpInner { rc, routes, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let rc: &mut RcState = rc;
@@ -67,19 +67,90 @@ fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack) {
     sprayer.board.on_sack(s.expected, &s.held, |psn| {
         let _ = lost.push_within_capacity(psn);
     });
+    // What the peer holds now was delivered by the sessions that carried
+    // it.
+    sprayer
+        .board
+        .take_delivered(|id, n| rc.sessions.on_delivered(SessionId(id), n, now_us));
+    resend(qp, routes, rc, &lost, true);
+    if let Some(s) = rc.mp.sprayer.as_mut() {
+        s.lost = lost;
+    }
+}
+
+/// Resends at once, on live sessions, the packets still in flight on
+/// sessions that are down (their link went down, or the group marked them
+/// down), once the peer agreed: they cannot arrive, and no SACK will show
+/// them lost. (Going back N resends everything anyway, so a group that
+/// does is left to it; a probing session's canary is meant to go there.)
+pub(in crate::sroce::rc) fn resend_stranded(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+    let QpInner { rc, routes, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return };
+    let rc: &mut RcState = rc;
+    // Going back N: everything is being resent anyway.
+    if rc.sq.resending() {
+        return;
+    }
+    let Some(sprayer) = rc.mp.sprayer.as_mut() else {
+        return;
+    };
+    let mut down = 0u64;
+    for id in 0..rc.sessions.len().min(MAX_SESSIONS) {
+        let id = SessionId(id as u8);
+        if rc.sessions.is_down(id) && sprayer.board.in_flight(id.0) > 0 {
+            down |= 1 << id.0;
+        }
+    }
+    if down == 0 || rc.sessions.up_ids().next().is_none() {
+        return;
+    }
+    let mut lost = core::mem::take(&mut sprayer.lost);
+    lost.clear();
+    sprayer.board.strand(down, |psn| {
+        let _ = lost.push_within_capacity(psn);
+    });
+    resend(qp, routes, rc, &lost, false);
+    if let Some(s) = rc.mp.sprayer.as_mut() {
+        s.lost = lost;
+    }
+}
+
+/// Resends the packets `lost`, each on another live session (a READ or
+/// atomic on session 0 while it is Up, as when first sent). `charge`: the
+/// loss counts against the session that carried it (its loss meter, and
+/// its window once per episode).
+fn resend(
+    qp: &Qp<SroceDevice>,
+    routes: &mut RouteCache,
+    rc: &mut RcState,
+    lost: &[Psn],
+    charge: bool,
+) {
+    let dev = qp.device();
+    let counters = &dev.data().io.counters;
     let mut burst = io::Burst::new(dev);
-    for &psn in lost.iter() {
-        let Some(p) = rc.sq.packet_at(psn) else {
-            continue;
-        };
+    for &psn in lost {
+        let sessions = &mut rc.sessions;
         let was_on = rc.mp.sprayer.as_mut().and_then(|s| {
-            let id = s.board.session_of(psn)?;
-            // The loss is charged to the session that carried it.
+            let (id, seq) = s.board.sent_as(psn)?;
+            if !charge {
+                return Some(id);
+            }
             if let Some(m) = s.meters.as_mut().get_mut(usize::from(id)) {
                 m.on_lost();
             }
+            let next = s.board.next_seq(id);
+            if sessions
+                .window_mut(SessionId(id))
+                .is_some_and(|w| w.on_loss(seq, next))
+            {
+                counters.inc(Counter::MpWindowCuts);
+            }
             Some(id)
         });
+        let Some(p) = rc.sq.packet_at(psn) else {
+            continue;
+        };
         let responses = matches!(
             p.operation,
             Operation::RdmaReadRequest
@@ -95,18 +166,13 @@ fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack) {
             continue;
         };
         if send_request(qp, dev, routes, &mut burst, rc, &p, &flow).is_ok() {
-            let c = &dev.data().io.counters;
-            c.inc(Counter::MpSelectiveResends);
-            c.inc(Counter::RetransmittedPkts);
+            counters.inc(Counter::MpSelectiveResends);
+            counters.inc(Counter::RetransmittedPkts);
             let una = rc.sq.una();
             if rc.mp.sent(una, psn, sid) {
                 rc.sessions.want_replace(sid);
             }
         }
-    }
-    drop(burst);
-    if let Some(s) = rc.mp.sprayer.as_mut() {
-        s.lost = lost;
     }
 }
 

@@ -21,11 +21,14 @@ pub struct ReplaceConfig {
 }
 
 impl ReplaceConfig {
-    /// 512-packet epochs, 3% loss, two in a row.
+    /// 128-packet epochs, 3% loss, three in a row. Short epochs: a lossy
+    /// session's congestion window keeps its share of the packets small.
+    /// (At 1% random loss an epoch is above 3% with probability 0.04,
+    /// three in a row 6.4e-5; at 10%, 0.998.)
     pub const DEFAULT: ReplaceConfig = ReplaceConfig {
-        epoch_packets: 512,
+        epoch_packets: 128,
         loss_per_mille: 30,
-        epochs: 2,
+        epochs: 3,
     };
 }
 
@@ -105,14 +108,14 @@ mod tests {
         let mut m = LossMeter::new();
         // 1% loss: never.
         assert_eq!(run(&mut m, &cfg, 100_000, 100), 0);
-        // 10% loss: every second epoch.
+        // 10% loss: every third epoch.
         let mut m = LossMeter::new();
-        assert_eq!(run(&mut m, &cfg, 4 * 512, 10), 2);
-        // One bad epoch between clean ones: never.
+        assert_eq!(run(&mut m, &cfg, 6 * 128, 10), 2);
+        // Two bad epochs between clean ones: never.
         let mut m = LossMeter::new();
-        assert_eq!(run(&mut m, &cfg, 512, 10), 0);
-        assert_eq!(run(&mut m, &cfg, 512, 0), 0);
-        assert_eq!(run(&mut m, &cfg, 512, 10), 0);
+        assert_eq!(run(&mut m, &cfg, 2 * 128, 10), 0);
+        assert_eq!(run(&mut m, &cfg, 128, 0), 0);
+        assert_eq!(run(&mut m, &cfg, 2 * 128, 10), 0);
         m.reset();
         assert_eq!(m, LossMeter::new());
     }

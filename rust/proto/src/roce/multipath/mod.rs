@@ -31,8 +31,10 @@ pub mod ext;
 pub mod negotiation;
 pub mod reorder;
 pub mod scoreboard;
+pub mod window;
 
 pub use ext::{Caps, ExtKind, HelloAck, Sack, SackBits};
 pub use negotiation::Negotiation;
 pub use reorder::{Offer, ReorderBuffer};
 pub use scoreboard::Scoreboard;
+pub use window::PathWindow;

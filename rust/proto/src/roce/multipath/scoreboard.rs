@@ -9,6 +9,11 @@
 //! place in its session's order ([`Scoreboard::record`]), so a lost resend
 //! is found the same way. The transport timer stays the backstop.
 //!
+//! Per session it also counts the packets *in flight* (sent, neither
+//! acknowledged, held nor presumed lost: what is still on its way over
+//! that path) and those delivered since the caller last asked, for the
+//! sessions' congestion windows ([`super::window`]).
+//!
 //! Entries live in slot `psn mod W` (`W` the storage's length rounded
 //! down to a power of two) and carry
 //! their PSN, so an entry left from an older window is recognised as such.
@@ -33,6 +38,14 @@ pub struct Entry {
 const TRACKED: u8 = 1;
 const HELD: u8 = 2;
 const REPORTED: u8 = 4;
+/// Presumed lost (reported, or the requester went back over it): no
+/// longer on its way.
+const LOST: u8 = 8;
+
+/// Whether an entry counts as in flight on its session.
+const fn flying(e: &Entry) -> bool {
+    e.flags & (TRACKED | HELD | LOST) == TRACKED
+}
 
 /// `a` was sent before `b` in one session's order (wrapping).
 const fn seq_before(a: u32, b: u32) -> bool {
@@ -45,6 +58,12 @@ const fn seq_before(a: u32, b: u32) -> bool {
 pub struct Scoreboard<S> {
     entries: S,
     next_seq: [u32; MAX_SESSIONS],
+    /// Packets in flight per session.
+    in_flight: [u32; MAX_SESSIONS],
+    /// Packets delivered per session since [`Scoreboard::take_delivered`].
+    delivered: [u32; MAX_SESSIONS],
+    /// The oldest unacknowledged PSN as last told.
+    una: Psn,
 }
 
 impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
@@ -53,6 +72,26 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         Scoreboard {
             entries,
             next_seq: [0; MAX_SESSIONS],
+            in_flight: [0; MAX_SESSIONS],
+            delivered: [0; MAX_SESSIONS],
+            una: Psn::ZERO,
+        }
+    }
+
+    /// Entry `e` stops counting as in flight (if it did); `delivered`:
+    /// because it arrived.
+    fn land(&mut self, e: &Entry, delivered: bool) {
+        if !flying(e) {
+            return;
+        }
+        let s = usize::from(e.session);
+        if let Some(n) = self.in_flight.get_mut(s) {
+            *n = n.saturating_sub(1);
+        }
+        if delivered {
+            if let Some(n) = self.delivered.get_mut(s) {
+                *n = n.saturating_add(1);
+            }
         }
     }
 
@@ -86,19 +125,112 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         };
         let seq = *next;
         *next = next.wrapping_add(1);
-        let Some(e) = self
-            .index(psn)
-            .and_then(|i| self.entries.as_mut().get_mut(i))
-        else {
+        let Some(i) = self.index(psn) else {
             return false;
         };
-        *e = Entry {
+        let Some(old) = self.entries.as_ref().get(i).copied() else {
+            return false;
+        };
+        // Its previous transmission (or an entry of an older window).
+        self.land(&old, false);
+        let new = Entry {
             psn,
             seq,
             session,
             flags: TRACKED,
         };
+        if let Some(e) = self.entries.as_mut().get_mut(i) {
+            *e = new;
+        }
+        if let Some(n) = self.in_flight.get_mut(usize::from(session)) {
+            *n = n.saturating_add(1);
+        }
         true
+    }
+
+    /// The responder acknowledged everything before `una`: those PSNs are
+    /// delivered and no longer tracked.
+    pub fn acked_through(&mut self, una: Psn) {
+        let window = self.window();
+        let ahead = self.una.distance_to(una);
+        if ahead >= window {
+            // A jump past everything tracked (or back: a restart).
+            for i in 0..self.entries.as_ref().len() {
+                let Some(e) = self.entries.as_ref().get(i).copied() else {
+                    break;
+                };
+                if e.flags & TRACKED != 0 && e.psn.is_before(una) {
+                    self.land(&e, true);
+                    if let Some(slot) = self.entries.as_mut().get_mut(i) {
+                        *slot = Entry::default();
+                    }
+                }
+            }
+        } else {
+            let mut psn = self.una;
+            for _ in 0..ahead {
+                if let Some(i) = self.index(psn) {
+                    let e = self.entries.as_ref().get(i).copied();
+                    if let Some(e) = e.filter(|e| e.flags & TRACKED != 0 && e.psn == psn) {
+                        self.land(&e, true);
+                        if let Some(slot) = self.entries.as_mut().get_mut(i) {
+                            *slot = Entry::default();
+                        }
+                    }
+                }
+                psn = psn.next();
+            }
+        }
+        self.una = una;
+    }
+
+    /// Packets of each session delivered since the last call, as
+    /// `(session, count)` for each session that delivered any.
+    pub fn take_delivered(&mut self, mut f: impl FnMut(u8, u32)) {
+        for (s, n) in self.delivered.iter_mut().enumerate() {
+            if *n != 0 {
+                f(u8::try_from(s).unwrap_or(u8::MAX), core::mem::take(n));
+            }
+        }
+    }
+
+    /// The session that last carried `psn` and its place in that
+    /// session's order, if tracked.
+    pub fn sent_as(&self, psn: Psn) -> Option<(u8, u32)> {
+        self.entry(psn).map(|e| (e.session, e.seq))
+    }
+
+    /// The place in `session`'s order its next packet gets.
+    pub fn next_seq(&self, session: u8) -> u32 {
+        self.next_seq
+            .get(usize::from(session))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The requester goes back N: nothing it sent is on its way any more
+    /// (what is resent counts again). `forget_held`: what the responder
+    /// said it holds may be gone too (it is resent). Returns the sessions
+    /// that had packets in flight (bit `i`: session `i`).
+    pub fn go_back(&mut self, forget_held: bool) -> u64 {
+        let mut had = 0u64;
+        for (s, n) in self.in_flight.iter_mut().enumerate() {
+            if *n != 0 {
+                had |= 1 << s;
+            }
+            *n = 0;
+        }
+        for e in self.entries.as_mut().iter_mut() {
+            if e.flags & TRACKED == 0 {
+                continue;
+            }
+            if e.flags & HELD == 0 {
+                e.flags |= LOST;
+            } else if forget_held {
+                e.flags = (e.flags & !HELD) | LOST;
+            }
+        }
+        had
     }
 
     /// Whether the responder said it holds `psn` (a go-back-N resend can
@@ -112,35 +244,63 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         self.entry(psn).map(|e| e.session)
     }
 
-    /// Packets of `session` sent and neither acknowledged (`una` is the
-    /// oldest unacknowledged PSN) nor held by the responder: what is still
-    /// on its way over that path. A policy that sends where this is
-    /// smallest follows each path's delivery rate.
-    pub fn in_flight(&self, una: Psn, session: u8) -> u32 {
-        let window = self.window();
-        let mut n: u32 = 0;
-        for e in self.entries.as_ref() {
-            if e.flags & (TRACKED | HELD) != TRACKED || e.session != session {
-                continue;
+    /// Packets of `session` sent and neither acknowledged, held by the
+    /// responder nor presumed lost: what is still on its way over that
+    /// path. A policy that sends where this is smallest follows each
+    /// path's delivery rate.
+    pub fn in_flight(&self, session: u8) -> u32 {
+        self.in_flight
+            .get(usize::from(session))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Packets in flight on the sessions of `mask` (bit `i`: session
+    /// `i`), which cannot deliver them any more (down): each is presumed
+    /// lost, once; calls `lost` with each, in PSN order from the oldest
+    /// unacknowledged one, and returns how many.
+    pub fn strand(&mut self, mask: u64, mut lost: impl FnMut(Psn)) -> usize {
+        let mut count: usize = 0;
+        let mut psn = self.una;
+        for _ in 0..self.window() {
+            if let Some(i) = self.index(psn) {
+                let e = self.entries.as_ref().get(i).copied();
+                if let Some(e) = e.filter(|e| {
+                    e.psn == psn
+                        && flying(e)
+                        && u32::from(e.session) < 64
+                        && mask & (1u64 << e.session) != 0
+                }) {
+                    self.land(&e, false);
+                    if let Some(slot) = self.entries.as_mut().get_mut(i) {
+                        slot.flags |= REPORTED | LOST;
+                    }
+                    count = count.saturating_add(1);
+                    lost(psn);
+                }
             }
-            if u32::try_from(e.psn.diff(una)).is_ok_and(|d| d < window) {
-                n = n.saturating_add(1);
-            }
+            psn = psn.next();
         }
-        n
+        count
     }
 
     /// Forgets what the responder said it holds (it may have dropped it:
-    /// a go-back-N after a second timeout in a row resends everything).
+    /// a go-back-N after a second timeout in a row resends everything, and
+    /// they count again when resent).
     pub fn forget_held(&mut self) {
         for e in self.entries.as_mut().iter_mut() {
-            e.flags &= !HELD;
+            if e.flags & HELD != 0 {
+                e.flags = (e.flags & !HELD) | LOST;
+            }
         }
     }
 
-    /// Forgets everything (the requester restarts).
-    pub fn clear(&mut self) {
+    /// Forgets everything (the requester restarts at `una`).
+    pub fn clear(&mut self, una: Psn) {
         self.entries.as_mut().fill(Entry::default());
+        self.in_flight = [0; MAX_SESSIONS];
+        self.delivered = [0; MAX_SESSIONS];
+        self.una = una;
     }
 
     /// A SACK: the responder expects `expected` and holds the PSNs of
@@ -151,7 +311,13 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         let window = self.window();
         let mut newest: [Option<u32>; MAX_SESSIONS] = [None; MAX_SESSIONS];
         let mut highest: Option<Psn> = None;
-        for e in self.entries.as_mut().iter_mut() {
+        let Scoreboard {
+            entries,
+            in_flight,
+            delivered,
+            ..
+        } = self;
+        for e in entries.as_mut().iter_mut() {
             if e.flags & TRACKED == 0 {
                 continue;
             }
@@ -162,10 +328,20 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
                 continue;
             }
             // Each SACK says all the responder holds now: a mark from an
-            // earlier one goes if this one does not repeat it.
+            // earlier one goes if this one does not repeat it (and the
+            // packet is no longer anywhere: it is resent at the timeout).
             if i == 0 || !held.is_set(i) {
-                e.flags &= !HELD;
+                if e.flags & HELD != 0 {
+                    e.flags = (e.flags & !HELD) | LOST;
+                }
                 continue;
+            }
+            if flying(e) {
+                let s = usize::from(e.session);
+                if let (Some(f), Some(d)) = (in_flight.get_mut(s), delivered.get_mut(s)) {
+                    *f = f.saturating_sub(1);
+                    *d = d.saturating_add(1);
+                }
             }
             e.flags |= HELD;
             match highest {
@@ -187,7 +363,8 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         let mut psn = expected;
         while psn.is_before(highest) {
             if let Some(i) = self.index(psn) {
-                if let Some(e) = self.entries.as_mut().get_mut(i) {
+                let e = self.entries.as_ref().get(i).copied();
+                if let Some(e) = e {
                     let overtaken = newest
                         .get(usize::from(e.session))
                         .copied()
@@ -195,7 +372,10 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
                         .is_some_and(|n| seq_before(e.seq, n));
                     if e.psn == psn && e.flags & (TRACKED | HELD | REPORTED) == TRACKED && overtaken
                     {
-                        e.flags |= REPORTED;
+                        self.land(&e, false);
+                        if let Some(slot) = self.entries.as_mut().get_mut(i) {
+                            slot.flags |= REPORTED | LOST;
+                        }
                         count = count.saturating_add(1);
                         lost(psn);
                     }
@@ -267,26 +447,50 @@ mod tests {
     }
 
     #[test]
-    fn in_flight_counts_what_is_neither_acked_nor_held() {
+    fn in_flight_counts_what_is_neither_acked_held_nor_lost() {
         let mut b = board();
         for p in 0..8 {
             assert!(b.record(Psn::ZERO, Psn::new(p), (p % 2) as u8));
         }
-        assert_eq!(
-            (b.in_flight(Psn::ZERO, 0), b.in_flight(Psn::ZERO, 1)),
-            (4, 4)
-        );
+        assert_eq!((b.in_flight(0), b.in_flight(1)), (4, 4));
         // 1, 3, 5 held; 0 still on its way.
         let _ = lost(&mut b, 0, &[1, 3, 5]);
-        assert_eq!(
-            (b.in_flight(Psn::ZERO, 0), b.in_flight(Psn::ZERO, 1)),
-            (4, 1)
-        );
-        // Acknowledged through 3.
-        assert_eq!(
-            (b.in_flight(Psn::new(4), 0), b.in_flight(Psn::new(4), 1)),
-            (2, 1)
-        );
+        assert_eq!((b.in_flight(0), b.in_flight(1)), (4, 1));
+        let mut got = Vec::new();
+        b.take_delivered(|s, n| got.push((s, n)));
+        assert_eq!(got, [(1, 3)]);
+        // Acknowledged through 3: 0 and 2 delivered (1 and 3 were already).
+        b.acked_through(Psn::new(4));
+        assert_eq!((b.in_flight(0), b.in_flight(1)), (2, 1));
+        got.clear();
+        b.take_delivered(|s, n| got.push((s, n)));
+        assert_eq!(got, [(0, 2)]);
+        // 6 overtaken by 8 on session 0: lost, not in flight; its resend
+        // on session 1 is.
+        assert!(b.record(Psn::new(4), Psn::new(8), 0));
+        assert_eq!(lost(&mut b, 4, &[5, 7, 8]), [4, 6]);
+        assert_eq!((b.in_flight(0), b.in_flight(1)), (0, 0));
+        assert!(b.record(Psn::new(4), Psn::new(6), 1));
+        assert_eq!(b.in_flight(1), 1);
+        assert_eq!(b.sent_as(Psn::new(6)), Some((1, 4)));
+        assert_eq!(b.next_seq(1), 5);
+        // Going back: nothing is on its way; held marks kept or not.
+        assert_eq!(b.go_back(false), 0b10);
+        assert_eq!((b.in_flight(0), b.in_flight(1)), (0, 0));
+        assert!(b.is_held(Psn::new(5)));
+        let _ = b.go_back(true);
+        assert!(!b.is_held(Psn::new(5)));
+        b.clear(Psn::new(9));
+        assert_eq!(b.session_of(Psn::new(6)), None);
+        // Session 1 goes down: what is in flight on it is stranded, once.
+        for p in 9..13 {
+            assert!(b.record(Psn::new(9), Psn::new(p), (p % 2) as u8));
+        }
+        let mut out = Vec::new();
+        assert_eq!(b.strand(0b10, |p| out.push(p.value())), 2);
+        assert_eq!(out, [9, 11]);
+        assert_eq!((b.in_flight(0), b.in_flight(1)), (2, 0));
+        assert_eq!(b.strand(0b10, |_| {}), 0);
     }
 
     #[test]
@@ -297,7 +501,7 @@ mod tests {
         assert!(!b.record(Psn::new(5), Psn::new(6), 64));
         assert!(b.record(Psn::new(5), Psn::new(20), 63));
         assert_eq!(b.session_of(Psn::new(20)), Some(63));
-        b.clear();
+        b.clear(Psn::new(5));
         assert_eq!(b.session_of(Psn::new(20)), None);
     }
 

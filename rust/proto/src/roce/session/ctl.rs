@@ -22,8 +22,9 @@
 //!   always 4791), [`ATTR_STATE`] (see [`state_name`]) and the counters
 //!   [`ATTR_TX_PACKETS`], [`ATTR_TX_BYTES`], [`ATTR_RETRANSMITS`],
 //!   [`ATTR_TIMEOUTS`], [`ATTR_ACKED`] (`u64`, 4-byte aligned) and
-//!   [`ATTR_SRTT_US`] (`u32`); [`ATTR_ROCE_V1`] on a RoCE v1 connection's
-//!   session.
+//!   [`ATTR_SRTT_US`] (`u32`), [`ATTR_REPLACEMENTS`]; [`ATTR_ROCE_V1`] on a
+//!   RoCE v1 connection's session; [`ATTR_CWND`] and [`ATTR_WINDOW_CUTS`]
+//!   while the multipath transport is in use.
 //!
 //! - [`CMD_RX_FLOW_GET`] (dump only, unprivileged): received packets per
 //!   flow they came on, per connected queue pair.
@@ -124,8 +125,14 @@ pub const ATTR_REPLACEMENTS: u16 = 24;
 /// In a [`CMD_SESSION_EVENT`] for a replacement: the source port the
 /// session left from before (`u16`); [`ATTR_SPORT`] is the new one.
 pub const ATTR_REPLACED_SPORT: u16 = 25;
+/// The session's congestion window, packets (`u32`); present while the
+/// multipath transport is in use on the queue pair.
+pub const ATTR_CWND: u16 = 26;
+/// Times the session's congestion window was cut (`u32`; with
+/// [`ATTR_CWND`]).
+pub const ATTR_WINDOW_CUTS: u16 = 27;
 /// The highest attribute type.
-pub const ATTR_MAX: u16 = ATTR_REPLACED_SPORT;
+pub const ATTR_MAX: u16 = ATTR_WINDOW_CUTS;
 
 /// [`ATTR_RX_FLOW`] of the entry that counts the flows beyond the table.
 pub const RX_FLOW_OTHERS: u8 = u8::MAX;

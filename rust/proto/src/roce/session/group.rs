@@ -39,6 +39,7 @@
 use super::health::{Health, HealthConfig, HealthEvent, State};
 use super::rtt::RttEstimator;
 use super::{SessionError, SessionId, SessionMask, MAX_SESSIONS};
+use crate::roce::multipath::window::PathWindow;
 
 /// How a session is chosen for each message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -139,6 +140,8 @@ pub struct Session {
     outstanding_bytes: u64,
     outstanding_msgs: u32,
     canary_pending: bool,
+    /// Its congestion window (in use with the multipath transport).
+    window: PathWindow,
 }
 
 impl Session {
@@ -164,6 +167,7 @@ impl Session {
         outstanding_bytes: 0,
         outstanding_msgs: 0,
         canary_pending: false,
+        window: PathWindow::UNUSED,
     };
 
     /// UDP source port.
@@ -199,6 +203,12 @@ impl Session {
     /// Unacknowledged payload bytes sent on this session.
     pub const fn outstanding_bytes(&self) -> u64 {
         self.outstanding_bytes
+    }
+
+    /// Its congestion window (not in use unless the multipath transport
+    /// is).
+    pub const fn window(&self) -> &PathWindow {
+        &self.window
     }
 
     /// Unacknowledged messages sent on this session.
@@ -405,6 +415,23 @@ impl<S: SessionStore> Group<S> {
     /// Turns the reorder guard ([`GroupConfig::reorder_guard`]) on or off.
     pub fn set_reorder_guard(&mut self, on: bool) {
         self.cfg.reorder_guard = on;
+    }
+
+    /// Starts (`on`) or stops every session's congestion window: the
+    /// multipath transport limits what each session has in flight.
+    pub fn set_windows(&mut self, on: bool) {
+        for s in self.live_mut() {
+            if on {
+                s.window.start();
+            } else {
+                s.window = PathWindow::UNUSED;
+            }
+        }
+    }
+
+    /// Session `id`'s congestion window, to update.
+    pub fn window_mut(&mut self, id: SessionId) -> Option<&mut PathWindow> {
+        self.get_mut(id).ok().map(|s| &mut s.window)
     }
 
     /// Sets the QP retransmit timeout (`modify_qp` of `timeout`).
@@ -698,6 +725,10 @@ impl<S: SessionStore> Group<S> {
         s.health = Health::new(&cfg, now);
         s.rtt = RttEstimator::new();
         s.canary_pending = false;
+        // Another path: its window starts over.
+        if s.window.is_active() {
+            s.window.start();
+        }
         s.counters.replacements = s.counters.replacements.saturating_add(1);
         Ok(())
     }

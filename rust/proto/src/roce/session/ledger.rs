@@ -236,6 +236,15 @@ impl<E: EntryStore> LedgerWith<E> {
         let _ = g.on_ack(SessionId(e.sent_on), rtt, now);
     }
 
+    /// Message `tag` left the session it started on partway (the
+    /// multipath transport moved the rest of it): its completion is no
+    /// round-trip sample of that session.
+    pub fn spread(&mut self, tag: u32) {
+        if let Some(e) = self.entry_mut(tag).filter(|e| e.tag == tag && e.live) {
+            e.resent = true;
+        }
+    }
+
     /// Acknowledgements advanced inside message `tag`, still incomplete:
     /// progress of the session that carried it.
     pub fn on_partial_ack<S: SessionStore>(&mut self, g: &mut Group<S>, tag: u32, now: u64) {
