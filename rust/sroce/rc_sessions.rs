@@ -500,6 +500,13 @@ impl<const W: usize> QpSessions<W> {
         }
     }
 
+    /// A packet (`bytes` of payload) of message `tag` went out on `to`,
+    /// which may not be the session the message was counted on.
+    pub(crate) fn sent_on(&mut self, tag: u32, to: SessionId, bytes: u32) {
+        let from = self.ledger.session_of(tag);
+        self.group.moved_packet(from, to, u64::from(bytes));
+    }
+
     /// Message `tag` continued on another session than it started on:
     /// its completion gives no RTT sample.
     pub(crate) fn spread(&mut self, tag: u32) {
@@ -572,6 +579,14 @@ impl<const W: usize> QpSessions<W> {
             let sent = oldest.map_or(0, |t| self.ledger.sent_us(t));
             self.stalled_since_us = Some(sent.max(self.last_progress_us));
         }
+    }
+
+    /// A session went down holding packets that are resent on a live one
+    /// now (the multipath transport's stranded packets; `oldest` is the
+    /// oldest unacknowledged request's tag): a failover, timed until the
+    /// next completion.
+    pub(crate) fn failover_began(&mut self, oldest: Option<u32>) {
+        self.stall_began(oldest);
     }
 
     /// How long the last failover took (µs), if there was one.

@@ -280,10 +280,10 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             }
             continue;
         }
-        if !rc.sq.resending()
+        if rc.mp.windows_full(&rc.sessions)
+            && !rc.sq.resending()
             && rc.sq.has_unsent()
             && rc.sq.has_unacked()
-            && rc.mp.windows_full(&rc.sessions)
         {
             // No live session has room in its congestion window: the
             // acknowledgements of what is unacknowledged (or its timeout)
@@ -324,6 +324,8 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                     dev.data().io.counters.inc(Counter::MpFlowletSwitches);
                     rc.sessions.spread(p.tag);
                 }
+                // Counted where it went.
+                rc.sessions.sent_on(p.tag, id, p.payload_len);
                 (id, flow)
             }
             None => rc

@@ -106,9 +106,13 @@ pub(in crate::sroce::rc) fn resend_stranded(qp: &Qp<SroceDevice>, inner: &mut Qp
     }
     let mut lost = core::mem::take(&mut sprayer.lost);
     lost.clear();
-    sprayer.board.strand(down, |psn| {
+    let stranded = sprayer.board.strand(down, |psn| {
         let _ = lost.push_within_capacity(psn);
     });
+    if stranded != 0 {
+        let oldest = rc.sq.oldest_tag();
+        rc.sessions.failover_began(oldest);
+    }
     resend(qp, routes, rc, &lost, false);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;

@@ -621,6 +621,24 @@ impl<S: SessionStore> Group<S> {
         Ok(())
     }
 
+    /// One packet (`bytes` of payload) of a message counted on `from`
+    /// went out on `to` instead (the multipath transport sent that part of
+    /// the message there): the transmit counters say what each session
+    /// carried.
+    pub fn moved_packet(&mut self, from: SessionId, to: SessionId, bytes: u64) {
+        if from == to || self.session(to).is_none() {
+            return;
+        }
+        if let Ok(s) = self.get_mut(from) {
+            s.counters.tx_packets = s.counters.tx_packets.saturating_sub(1);
+            s.counters.tx_bytes = s.counters.tx_bytes.saturating_sub(bytes);
+        }
+        if let Ok(s) = self.get_mut(to) {
+            s.counters.tx_packets = s.counters.tx_packets.saturating_add(1);
+            s.counters.tx_bytes = s.counters.tx_bytes.saturating_add(bytes);
+        }
+    }
+
     /// A datagram of `bytes` went out on `id` (UD): counted, and nothing
     /// stays outstanding since nothing is acknowledged.
     pub fn on_datagram(&mut self, id: SessionId, bytes: u64) -> Result<(), SessionError> {
@@ -903,6 +921,31 @@ mod tests {
             g.on_timeout(SessionId(0), 300),
             Err(SessionError::RetryExceeded)
         );
+    }
+
+    #[test]
+    fn moved_packets_count_where_they_went_and_windows_follow_the_group() {
+        let mut g =
+            SessionGroup::<2>::new(&GroupConfig::DEFAULT, &specs(2), 7, Some(100), 0).unwrap();
+        g.on_send(SessionId(0), 4096, 4, false, 0).unwrap();
+        g.moved_packet(SessionId(0), SessionId(1), 1024);
+        g.moved_packet(SessionId(0), SessionId(0), 1024);
+        g.moved_packet(SessionId(0), SessionId(9), 1024);
+        let c = |g: &SessionGroup<2>, i| {
+            let c = g.session(SessionId(i)).unwrap().counters();
+            (c.tx_packets, c.tx_bytes)
+        };
+        assert_eq!((c(&g, 0), c(&g, 1)), ((3, 3072), (1, 1024)));
+        // Windows: unused until the multipath transport starts them; a
+        // fresh 5-tuple starts its session's window over.
+        assert!(!g.session(SessionId(1)).unwrap().window().is_active());
+        g.set_windows(true);
+        g.window_mut(SessionId(1)).unwrap().on_timeout(0);
+        assert_eq!(g.session(SessionId(1)).unwrap().window().cwnd(), 2);
+        g.replace(SessionId(1), 62000, 0, 10).unwrap();
+        assert_eq!(g.session(SessionId(1)).unwrap().window().cwnd(), 16);
+        g.set_windows(false);
+        assert!(!g.session(SessionId(0)).unwrap().window().is_active());
     }
 
     #[test]
