@@ -446,6 +446,22 @@ struct Sender {
     board: Scoreboard<[Entry; W]>,
 }
 
+/// When something happens next (an arrival on a path or the reply path,
+/// or the transport timer), after `now`.
+fn next_event(paths: &[Path; 2], back: &Path, rtx: Option<u64>, now: u64) -> u64 {
+    [
+        paths[0].next_time(),
+        paths[1].next_time(),
+        back.next_time(),
+        rtx,
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .expect("deadlock")
+    .max(now + 1)
+}
+
 impl Sender {
     fn send(&mut self, now: u64, una: Psn, session: u8, p: &RequestPacket, op: &Op) {
         // Every PSN is tracked but an acknowledged one, which a go-back-N
@@ -615,18 +631,7 @@ fn run(s: &Setup, ops: &[Op]) -> Run {
             };
         }
         if !changed {
-            let next = [
-                tx.paths[0].next_time(),
-                tx.paths[1].next_time(),
-                back.next_time(),
-                rtx,
-            ];
-            now = next
-                .into_iter()
-                .flatten()
-                .min()
-                .expect("deadlock")
-                .max(now + 1);
+            now = next_event(&tx.paths, &back, rtx, now);
         }
     }
 }
@@ -1815,18 +1820,7 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
             };
         }
         if !changed {
-            let next = [
-                tx.paths[0].next_time(),
-                tx.paths[1].next_time(),
-                back.next_time(),
-                rtx,
-            ];
-            now = next
-                .into_iter()
-                .flatten()
-                .min()
-                .expect("deadlock")
-                .max(now + 1);
+            now = next_event(&tx.paths, &back, rtx, now);
         }
     }
 }

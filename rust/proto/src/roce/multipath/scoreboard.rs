@@ -78,6 +78,31 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         }
     }
 
+    /// The entry tracking `psn` and its slot, if any.
+    fn tracked_at(&self, psn: Psn) -> Option<(usize, Entry)> {
+        let i = self.index(psn)?;
+        let e = *self.entries.as_ref().get(i)?;
+        (e.flags & TRACKED != 0 && e.psn == psn).then_some((i, e))
+    }
+
+    /// Entry `e` in slot `i` was acknowledged: delivered, no longer
+    /// tracked.
+    fn untrack(&mut self, i: usize, e: &Entry) {
+        self.land(e, true);
+        if let Some(slot) = self.entries.as_mut().get_mut(i) {
+            *slot = Entry::default();
+        }
+    }
+
+    /// Entry `e` in slot `i` is presumed lost: no longer on its way, and
+    /// reported (once).
+    fn presume_lost(&mut self, i: usize, e: &Entry) {
+        self.land(e, false);
+        if let Some(slot) = self.entries.as_mut().get_mut(i) {
+            slot.flags |= REPORTED | LOST;
+        }
+    }
+
     /// Entry `e` stops counting as in flight (if it did); `delivered`:
     /// because it arrived.
     fn land(&mut self, e: &Entry, delivered: bool) {
@@ -107,9 +132,8 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         usize::try_from(psn.value().checked_rem(self.window())?).ok()
     }
 
-    fn entry(&self, psn: Psn) -> Option<&Entry> {
-        let e = self.entries.as_ref().get(self.index(psn)?)?;
-        (e.flags & TRACKED != 0 && e.psn == psn).then_some(e)
+    fn entry(&self, psn: Psn) -> Option<Entry> {
+        self.tracked_at(psn).map(|(_, e)| e)
     }
 
     /// Request packet `psn` went out (first time or again) on `session`,
@@ -160,23 +184,14 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
                     break;
                 };
                 if e.flags & TRACKED != 0 && e.psn.is_before(una) {
-                    self.land(&e, true);
-                    if let Some(slot) = self.entries.as_mut().get_mut(i) {
-                        *slot = Entry::default();
-                    }
+                    self.untrack(i, &e);
                 }
             }
         } else {
             let mut psn = self.una;
             for _ in 0..ahead {
-                if let Some(i) = self.index(psn) {
-                    let e = self.entries.as_ref().get(i).copied();
-                    if let Some(e) = e.filter(|e| e.flags & TRACKED != 0 && e.psn == psn) {
-                        self.land(&e, true);
-                        if let Some(slot) = self.entries.as_mut().get_mut(i) {
-                            *slot = Entry::default();
-                        }
-                    }
+                if let Some((i, e)) = self.tracked_at(psn) {
+                    self.untrack(i, &e);
                 }
                 psn = psn.next();
             }
@@ -263,18 +278,9 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         let mut count: usize = 0;
         let mut psn = self.una;
         for _ in 0..self.window() {
-            if let Some(i) = self.index(psn) {
-                let e = self.entries.as_ref().get(i).copied();
-                if let Some(e) = e.filter(|e| {
-                    e.psn == psn
-                        && flying(e)
-                        && u32::from(e.session) < 64
-                        && mask & (1u64 << e.session) != 0
-                }) {
-                    self.land(&e, false);
-                    if let Some(slot) = self.entries.as_mut().get_mut(i) {
-                        slot.flags |= REPORTED | LOST;
-                    }
+            if let Some((i, e)) = self.tracked_at(psn) {
+                if flying(&e) && e.session < 64 && mask & (1u64 << e.session) != 0 {
+                    self.presume_lost(i, &e);
                     count = count.saturating_add(1);
                     lost(psn);
                 }
@@ -362,23 +368,16 @@ impl<S: AsRef<[Entry]> + AsMut<[Entry]>> Scoreboard<S> {
         let mut count: usize = 0;
         let mut psn = expected;
         while psn.is_before(highest) {
-            if let Some(i) = self.index(psn) {
-                let e = self.entries.as_ref().get(i).copied();
-                if let Some(e) = e {
-                    let overtaken = newest
-                        .get(usize::from(e.session))
-                        .copied()
-                        .flatten()
-                        .is_some_and(|n| seq_before(e.seq, n));
-                    if e.psn == psn && e.flags & (TRACKED | HELD | REPORTED) == TRACKED && overtaken
-                    {
-                        self.land(&e, false);
-                        if let Some(slot) = self.entries.as_mut().get_mut(i) {
-                            slot.flags |= REPORTED | LOST;
-                        }
-                        count = count.saturating_add(1);
-                        lost(psn);
-                    }
+            if let Some((i, e)) = self.tracked_at(psn) {
+                let overtaken = newest
+                    .get(usize::from(e.session))
+                    .copied()
+                    .flatten()
+                    .is_some_and(|n| seq_before(e.seq, n));
+                if e.flags & (HELD | REPORTED) == 0 && overtaken {
+                    self.presume_lost(i, &e);
+                    count = count.saturating_add(1);
+                    lost(psn);
                 }
             }
             psn = psn.next();
