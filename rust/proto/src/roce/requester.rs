@@ -388,7 +388,7 @@ impl<S: SlotStore> SendQueueWith<S> {
                 self.start(idx, slot)?
             };
             let index = slot.first_psn.distance_to(self.cursor_psn);
-            let seg = slot.plan.segment(index, self.cfg.ack_interval)?;
+            let seg = slot.plan.segment(index, self.ack_interval())?;
             let next = slot.plan.next_index(index);
             let end = slot.first_psn.wrapping_add(next);
             let retransmit = self.cursor_psn.is_before(self.sent_end);
@@ -409,14 +409,11 @@ impl<S: SlotStore> SendQueueWith<S> {
                 // (the last packet completes the request).
                 let _ = self.ack_before(end);
             }
-            // The packet that fills the PSN window asks for the
-            // acknowledgement that opens it again.
-            let fills = !retransmit && self.una.distance_to(end) >= self.cfg.max_unacked_psns;
             return Some(RequestPacket {
                 tag: slot.wqe.tag,
                 psn,
                 operation: seg.operation,
-                ack_req: seg.ack_req || fills,
+                ack_req: seg.ack_req,
                 offset: seg.offset,
                 payload_len: seg.payload_len,
                 reth: seg.reth,
@@ -631,6 +628,13 @@ impl<S: SlotStore> SendQueueWith<S> {
 
     /// Whether a new packet whose PSNs end before `end` fits the window of
     /// unacknowledged PSNs (always, when nothing is unacknowledged).
+    /// Packets between AckReqs in a long message: the configured interval,
+    /// at most the PSN window (every window's worth asks for the
+    /// acknowledgement that opens the next).
+    fn ack_interval(&self) -> u32 {
+        self.cfg.ack_interval.min(self.cfg.max_unacked_psns).max(1)
+    }
+
     fn window_allows(&self, end: Psn) -> bool {
         self.una == self.sent_end || self.una.distance_to(end) <= self.cfg.max_unacked_psns
     }
