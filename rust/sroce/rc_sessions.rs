@@ -229,6 +229,13 @@ impl<const W: usize> QpSessions<W> {
             )?;
         }
         drop(net_dev);
+        // Each session keeps the link it was found on: its health, window
+        // and RTT are that path's. Routed by the 5-tuple's hash, it would
+        // move when the multipath route changes (a link down and up again
+        // rehashes every flow), possibly onto the link just back up, which
+        // drops what it is given until the kernel has activated it, and
+        // with the others: one failure would then take all sessions.
+        pin_to_links(&mut flows, &specs, &links);
         let mut gcfg = *cfg;
         // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
         gcfg.health.retry_cnt = retry_cnt.min(6);
@@ -355,7 +362,10 @@ impl<const W: usize> QpSessions<W> {
     /// Asks for session `id` to get a fresh 5-tuple (its congestion stayed
     /// high); one at a time. Whether the work item has to run for it.
     pub(crate) fn want_replace(&mut self, id: SessionId) -> bool {
+        // A failing session is the health machine's (probes, failover): a
+        // fresh 5-tuple would declare it Up at once.
         if !self.is_multi()
+            || !self.is_up(id)
             || self.replace_wanted.is_some()
             || usize::from(id.0) >= self.flows.len()
         {
@@ -363,6 +373,13 @@ impl<const W: usize> QpSessions<W> {
         }
         self.replace_wanted = Some(id);
         true
+    }
+
+    /// Whether the next new message is a canary: a probe of a session
+    /// that is not Up, which only real traffic can bring back (see
+    /// `roce::session::health`).
+    pub(crate) fn canary_pending(&self) -> bool {
+        self.group.canary_pending()
     }
 
     /// Whether a replacement waits for the work item.
@@ -698,6 +715,19 @@ impl<const W: usize> QpSessions<W> {
                 self.probe = None;
                 let _ = self.group.on_probe_reply(SessionId(s), now_us);
             }
+        }
+    }
+}
+
+/// Sends each flow of a group out through the link its session is on
+/// (`specs`' local addresses index `links`), when the group watches links.
+fn pin_to_links(flows: &mut [io::Flow], specs: &[SessionSpec], links: &[Link]) {
+    if links.is_empty() {
+        return;
+    }
+    for (f, spec) in flows.iter_mut().zip(specs) {
+        if let Some(l) = links.get(usize::from(spec.local_addr)) {
+            f.out = io::OutPort::Ifindex(l.ifindex);
         }
     }
 }

@@ -14,13 +14,16 @@ struct ReplaceRequest {
     taken: [u16; MAX_SESSIONS],
     link: Option<usize>,
     links: [i32; MAX_SESSIONS],
+    /// Links (bit per index into `links`) not to move the session to
+    /// (`Group::unfit_links`).
+    unfit: u64,
     range: PortRange,
     qpn: u32,
     replacements: u64,
 }
 
 impl<const W: usize> QpSessions<W> {
-    fn replace_request(&self) -> Option<ReplaceRequest> {
+    fn replace_request(&self, now_us: u64) -> Option<ReplaceRequest> {
         let id = self.replace_wanted?;
         let i = usize::from(id.0);
         let flow = *self.flows.get(i)?;
@@ -40,6 +43,7 @@ impl<const W: usize> QpSessions<W> {
             taken,
             link: (!self.links.is_empty()).then_some(usize::from(session.local_addr())),
             links,
+            unfit: self.group.unfit_links(id, now_us),
             range: self.origin.ports,
             qpn: self.origin.qpn,
             replacements: session.counters().replacements,
@@ -74,8 +78,16 @@ impl<const W: usize> QpSessions<W> {
                 None => return (false, Some(r)),
             }
         };
+        let pinned = self
+            .links
+            .get(link)
+            .map(|l| io::OutPort::Ifindex(l.ifindex));
         if let Some(f) = self.flows.get_mut(i) {
             f.src_port = port;
+            // On the link it was chosen for (see `pin_to_links`).
+            if let Some(out) = pinned {
+                f.out = out;
+            }
         }
         let _ = self
             .group
@@ -101,7 +113,7 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
         inner
             .rc
             .as_ref()
-            .and_then(|rc| rc.sessions.replace_request())
+            .and_then(|rc| rc.sessions.replace_request(rc.sessions_origin().2))
     };
     let Some(req) = req else { return };
     let picked = dev
@@ -109,6 +121,7 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
         .and_then(|ndev| pick_replacement(dev, ndev.net(), &req));
     let mut inner = qp.data().lock();
     let Some(rc) = inner.rc.as_mut() else { return };
+    let rc: &mut crate::sroce::rc::RcState = rc;
     let (_, _, now_us) = rc.sessions_origin();
     let Some((r, link)) = picked else {
         // Nothing free now: asked again after the next congested epochs.
@@ -117,7 +130,7 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
     };
     let (swapped, old) = rc.sessions.apply_replacement(&req, r, link, now_us);
     if swapped {
-        rc.mp.session_replaced(req.id);
+        rc.mp.session_replaced(req.id, &mut rc.sessions);
         dev.data().io.counters.inc(Counter::MpReplaced);
         let policy = rc.sessions.policy();
         let i = usize::from(req.id.0);
@@ -141,7 +154,10 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
 }
 
 /// A fresh port for the session of `req`, reserved: preferably on a link
-/// of the group other than the session's; else any free one.
+/// of the group that no other session uses and none left for its losses
+/// just now (`Group::unfit_links`: two sessions on one path would leave
+/// another unwatched, and one path's failure would take both); else one
+/// on the session's own link, or on no link of the group.
 fn pick_replacement(
     dev: &Device<SroceDevice>,
     net: &crate::net::netns::Net,
@@ -165,13 +181,18 @@ fn pick_replacement(
         };
         let out = io::out_ifindex(dev, &candidate).ok();
         let link = out.and_then(|o| links.iter().position(|&l| l == o && o != 0));
-        match (link, req.link) {
-            (Some(l), Some(now)) if l != now => {
+        let unfit = |l: usize| {
+            1u64.checked_shl(l as u32)
+                .is_some_and(|bit| req.unfit & bit != 0)
+        };
+        match link {
+            Some(l) if Some(l) != req.link && !unfit(l) => {
                 if let Ok(r) = ReservedPort::new(net, port) {
                     return Some((r, l));
                 }
             }
-            (l, _) if fallback.is_none() => {
+            Some(l) if Some(l) != req.link => {}
+            l if fallback.is_none() => {
                 fallback = ReservedPort::new(net, port)
                     .ok()
                     .map(|r| (r, l.or(req.link).unwrap_or(0)));

@@ -281,6 +281,13 @@ impl Multipath {
         if expects_responses {
             return Some(SessionId(0));
         }
+        if sessions.canary_pending() {
+            // The group's canary: the message starts on the session being
+            // probed (its first packet; the rest moves on in flowlets, as
+            // that session is not Up). Without canaries a session that
+            // failed would never carry traffic again.
+            return None;
+        }
         s.choose(sessions)
     }
 
@@ -450,14 +457,19 @@ impl Multipath {
         true
     }
 
-    /// Session `id` got a fresh 5-tuple: its loss count starts over.
-    pub(crate) fn session_replaced(&mut self, id: SessionId) {
-        if let Some(m) = self
-            .sprayer
-            .as_mut()
-            .and_then(|s| s.meters.as_mut().get_mut(usize::from(id.0)))
-        {
-            m.reset();
+    /// Session `id` got a fresh 5-tuple: its loss count and its window
+    /// start over, and the losses of what it sent on the old one (which a
+    /// SACK may still show) count against neither.
+    pub(crate) fn session_replaced(&mut self, id: SessionId, sessions: &mut QpSessions<SQ_DEPTH>) {
+        let Some(s) = self.sprayer.as_mut() else {
+            return;
+        };
+        let next = s.board.next_seq(id.0);
+        if let Some(m) = s.meters.as_mut().get_mut(usize::from(id.0)) {
+            m.reset_at(next);
+        }
+        if let Some(w) = sessions.window_mut(id).filter(|w| w.is_active()) {
+            w.start_at(next);
         }
     }
 

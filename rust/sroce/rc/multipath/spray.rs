@@ -140,10 +140,10 @@ fn resend(
             if !charge {
                 return Some(id);
             }
-            if let Some(m) = s.meters.as_mut().get_mut(usize::from(id)) {
-                m.on_lost();
-            }
             let next = s.board.next_seq(id);
+            if let Some(m) = s.meters.as_mut().get_mut(usize::from(id)) {
+                m.on_lost(seq, next);
+            }
             if sessions
                 .window_mut(SessionId(id))
                 .is_some_and(|w| w.on_loss(seq, next))

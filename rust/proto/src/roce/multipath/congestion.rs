@@ -9,6 +9,8 @@
 //! proposes. The other sessions' shares follow from the policy (with
 //! `least-outstanding`, from what each path delivers).
 
+use super::sent_before;
+
 /// When to replace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReplaceConfig {
@@ -38,6 +40,9 @@ pub struct LossMeter {
     sent: u32,
     lost: u32,
     congested: u8,
+    /// The session's send sequence when the meter started over for a
+    /// fresh 5-tuple: losses of packets sent before are the old path's.
+    since: Option<u32>,
 }
 
 impl LossMeter {
@@ -47,11 +52,18 @@ impl LossMeter {
             sent: 0,
             lost: 0,
             congested: 0,
+            since: None,
         }
     }
 
-    /// A packet of the session was presumed lost.
-    pub fn on_lost(&mut self) {
+    /// A packet the session sent as `seq` (its send sequence; `next_seq`
+    /// is the session's next) was presumed lost. Not counted if it was
+    /// sent before the meter started over ([`Self::reset_at`]): it left on
+    /// the 5-tuple that was replaced.
+    pub fn on_lost(&mut self, seq: u32, next_seq: u32) {
+        if self.since.is_some_and(|s| sent_before(seq, s, next_seq)) {
+            return;
+        }
         self.lost = self.lost.saturating_add(1);
     }
 
@@ -79,9 +91,14 @@ impl LossMeter {
         false
     }
 
-    /// The session got a fresh 5-tuple: counting starts over.
-    pub fn reset(&mut self) {
-        *self = LossMeter::new();
+    /// Starts over for the session's fresh 5-tuple, whose first packet
+    /// will be sent as `next_seq`: the losses of what was sent before are
+    /// not counted.
+    pub fn reset_at(&mut self, next_seq: u32) {
+        *self = LossMeter {
+            since: Some(next_seq),
+            ..LossMeter::new()
+        };
     }
 }
 
@@ -93,7 +110,8 @@ mod tests {
         let mut replaced = 0;
         for i in 1..=packets {
             if loss_every != 0 && i % loss_every == 0 {
-                meter.on_lost();
+                // The packet just before this one was lost.
+                meter.on_lost(i.wrapping_sub(1), i);
             }
             if meter.on_sent(cfg) {
                 replaced += 1;
@@ -116,7 +134,34 @@ mod tests {
         assert_eq!(run(&mut m, &cfg, 2 * 128, 10), 0);
         assert_eq!(run(&mut m, &cfg, 128, 0), 0);
         assert_eq!(run(&mut m, &cfg, 2 * 128, 10), 0);
-        m.reset();
-        assert_eq!(m, LossMeter::new());
+    }
+
+    #[test]
+    fn losses_of_the_replaced_tuple_do_not_count() {
+        let cfg = ReplaceConfig::DEFAULT;
+        let mut m = LossMeter::new();
+        // Replaced when the session's next packet is seq 5000: the 256
+        // packets still in flight on the old (cut) path are all lost
+        // afterwards, while the new path delivers: no replacement again.
+        m.reset_at(5000);
+        let mut replaced = 0;
+        for k in 0..3 * 128u32 {
+            if k < 256 {
+                m.on_lost(5000 - 256 + k, 5000 + k);
+            }
+            replaced += u32::from(m.on_sent(&cfg));
+        }
+        assert_eq!(replaced, 0);
+        // The new path's own losses count as before.
+        assert_eq!(run(&mut m, &cfg, 6 * 128, 10), 2);
+        // Across the wrap of the send sequence.
+        let mut m = LossMeter::new();
+        m.reset_at(5);
+        m.on_lost(u32::MAX - 3, 6);
+        m.on_lost(5, 6);
+        assert_eq!(m.lost, 1);
+        // A starting point 2^30 sends back is long over.
+        m.on_lost(4, 5 + (1 << 30));
+        assert_eq!(m.lost, 2);
     }
 }

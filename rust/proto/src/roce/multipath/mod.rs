@@ -38,3 +38,17 @@ pub use negotiation::Negotiation;
 pub use reorder::{Offer, ReorderBuffer};
 pub use scoreboard::Scoreboard;
 pub use window::PathWindow;
+
+/// `a` was sent before `b` in one session's order (wrapping).
+pub(crate) const fn seq_before(a: u32, b: u32) -> bool {
+    let d = b.wrapping_sub(a);
+    d != 0 && d < 1 << 31
+}
+
+/// Whether a packet sent as `seq` (a session's send sequence) was sent
+/// before the point `since`, with `next_seq` the session's next: a point
+/// 2^30 sends back is long past (sequence numbers wrap, and an old point
+/// must not swallow what is sent after the wrap).
+pub(crate) const fn sent_before(seq: u32, since: u32, next_seq: u32) -> bool {
+    seq_before(seq, since) && next_seq.wrapping_sub(since) < 1 << 30
+}

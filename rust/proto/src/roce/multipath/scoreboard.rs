@@ -22,6 +22,7 @@
 
 use super::super::psn::Psn;
 use super::ext::{SackBits, SACK_SPAN};
+use super::seq_before;
 
 /// Most sessions a group has (session ids are below this).
 pub const MAX_SESSIONS: usize = 64;
@@ -45,12 +46,6 @@ const LOST: u8 = 8;
 /// Whether an entry counts as in flight on its session.
 const fn flying(e: &Entry) -> bool {
     e.flags & (TRACKED | HELD | LOST) == TRACKED
-}
-
-/// `a` was sent before `b` in one session's order (wrapping).
-const fn seq_before(a: u32, b: u32) -> bool {
-    let d = b.wrapping_sub(a);
-    d != 0 && d < 1 << 31
 }
 
 /// The scoreboard over storage `S` (its entries, default to start).

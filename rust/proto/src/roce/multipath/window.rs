@@ -17,6 +17,8 @@
 //! delivered on each (what is ahead of it over the session's rate, its
 //! window per round-trip time): the choice follows both windows and RTTs.
 
+use super::sent_before;
+
 /// A session's congestion window, in packets. `cwnd` 0: not in use (the
 /// connection does not spread; nothing is limited).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -30,12 +32,6 @@ pub struct PathWindow {
     recover: Option<u32>,
     /// Cuts so far (losses and timeouts that reduced the window).
     cuts: u32,
-}
-
-/// `a` was sent before `b` in one session's order (wrapping).
-const fn seq_before(a: u32, b: u32) -> bool {
-    let d = b.wrapping_sub(a);
-    d != 0 && d < 1 << 31
 }
 
 impl PathWindow {
@@ -66,6 +62,15 @@ impl PathWindow {
             recover: None,
             cuts: self.cuts,
         };
+    }
+
+    /// A fresh window for what the session sends from `next_seq` on (a new
+    /// 5-tuple, or the session back Up): as [`Self::start`], and the loss
+    /// of a packet sent before (on the old path, or before it failed) does
+    /// not cut it: it says nothing of the path the window is for now.
+    pub fn start_at(&mut self, next_seq: u32) {
+        self.start();
+        self.recover = Some(next_seq);
     }
 
     /// Whether the window is in use.
@@ -123,12 +128,7 @@ impl PathWindow {
     /// belongs to the episode of the last cut (sent before it). Whether
     /// it was cut.
     pub fn on_loss(&mut self, seq: u32, next_seq: u32) -> bool {
-        // A recovery point far behind the session's sends (2^30) is long
-        // over: sequence numbers wrap, and it must not swallow new
-        // episodes after them.
-        let episode = self
-            .recover
-            .is_some_and(|r| seq_before(seq, r) && next_seq.wrapping_sub(r) < 1 << 30);
+        let episode = self.recover.is_some_and(|r| sent_before(seq, r, next_seq));
         if self.cwnd == 0 || episode {
             return false;
         }
@@ -258,6 +258,19 @@ mod tests {
         // A fresh start keeps the cut count.
         w.start();
         assert_eq!((w.cwnd(), w.cuts()), (PathWindow::INITIAL, 1));
+    }
+
+    #[test]
+    fn a_window_started_at_a_point_ignores_older_losses() {
+        let mut w = PathWindow::UNUSED;
+        w.start_at(500);
+        // Sent before the start (the replaced 5-tuple): no cut.
+        assert!(!w.on_loss(499, 510));
+        assert!(!w.on_loss(100, 520));
+        assert_eq!(w.cwnd(), PathWindow::INITIAL);
+        // Sent after it: a cut.
+        assert!(w.on_loss(500, 530));
+        assert_eq!((w.cwnd(), w.cuts()), (PathWindow::INITIAL / 2, 1));
     }
 
     #[test]
