@@ -184,6 +184,39 @@ echo "# sroce2's counters moved by the failover stream: $(for c in $fo_counters;
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 
+# Link flaps: a 30 s stream while link w goes down for 2 s and comes back,
+# SROCE_BENCH_FLAPS times (default 4). Each time the multipath route
+# rehashes its flows, and a link just back up drops what it is given
+# until the kernel has activated it (session 20's module failed such a
+# stream about once in three).
+FLAPS=${SROCE_BENCH_FLAPS:-4}
+flap_result=n/a
+if ((FLAPS > 0)); then
+	in_ns h1 timeout 90 ib_write_bw -d sroce1 -x "$g1" -D 30 -s 65536 -F >"$TEST_TMP/srv" 2>&1 &
+	srv=$!
+	t=0
+	until in_ns h1 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
+	in_ns h2 timeout 90 ib_write_bw -d sroce2 -x "$g2" -D 30 -s 65536 -F 10.77.9.1 >"$TEST_TMP/cli" 2>&1 &
+	cli=$!
+	sleep 4
+	for ((f = 0; f < FLAPS; f++)); do
+		in_ns h2 ip link set w2 down
+		sleep 2
+		in_ns h2 ip link set w2 up
+		sleep 3
+	done
+	wait "$cli"
+	flap_rc=$?
+	if ((flap_rc == 0)); then
+		flap_result=completed
+	else
+		flap_result="failed ($flap_rc)"
+		grep -vE '^ *(#|-|\*|[0-9])|^ *$' "$TEST_TMP/cli" | tail -4 | sed 's/^/#   /'
+	fi
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+fi
+
 # rxe, one QP over link v (its only path: rxe takes packets only from the
 # net device it is bound to) with the same loss, in the same VM run.
 lossy_rxe=n/a
@@ -227,6 +260,7 @@ ms() { [[ -n $1 ]] && echo "$(($1 / 1000)) ms ($(awk -v f="$1" 'BEGIN { printf "
 printf '%-58s %s\n' "failover, kernel-measured, path cut (100% loss), longest" "$(ms "$fo_cut")"
 printf '%-58s %s\n' "failover, kernel-measured, link down" "$(ms "$fo_down")"
 printf '%-58s %s\n' "failover: transfer across the cut and the link down" "$([[ $cli_rc == 0 ]] && echo completed || echo "failed ($cli_rc)")"
+printf '%-58s %s\n' "transfer across $FLAPS link flaps (w down 2 s, up 3 s)" "$flap_result"
 echo "(TCG: absolute figures mean little; detection time includes the CLI's polling)"
 touch "$SROCE_RESULTS/bench-ok"
 [[ ${SROCE_VM_REBOOT:-0} == 1 ]] && { sync; echo b >/proc/sysrq-trigger; }
