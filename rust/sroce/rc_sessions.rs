@@ -10,9 +10,11 @@
 //!   the device's range, each held by a bound kernel socket
 //!   ([`ReservedPort`]) so no other socket on the host can use it while the
 //!   QP lives;
-//! - sessions leave wherever the host's routing sends them, so multipath
+//! - sessions leave where the host's routing sends them, so multipath
 //!   routes spread them over links; ports are picked so the sessions leave
-//!   through different net devices when the routing table offers several;
+//!   through different net devices when the routing table offers several,
+//!   and on two links or more each session of an RC group stays pinned to
+//!   its link (see `QpSessions::new`);
 //! - the protocol core's [`SessionGroup`] picks a session per message, is
 //!   told of ACKs, timeouts and sequence NAKs, and answers where to resend;
 //!   a work request fails with `RETRY_EXC_ERR` only once every session
@@ -229,13 +231,19 @@ impl<const W: usize> QpSessions<W> {
             )?;
         }
         drop(net_dev);
-        // Each session keeps the link it was found on: its health, window
-        // and RTT are that path's. Routed by the 5-tuple's hash, it would
-        // move when the multipath route changes (a link down and up again
-        // rehashes every flow), possibly onto the link just back up, which
-        // drops what it is given until the kernel has activated it, and
-        // with the others: one failure would then take all sessions.
-        pin_to_links(&mut flows, &specs, &links);
+        // On two links or more, each session of an RC group keeps the link
+        // it was found on: its health, window and RTT are that path's.
+        // Routed by the 5-tuple's hash, it would move when the multipath
+        // route changes (a link down and up again rehashes every flow),
+        // possibly onto the link just back up, which drops what it is given
+        // until the kernel has activated it, and with the others: one
+        // failure would then take all sessions. A group on one link (also
+        // `lo`: QPs of one host) follows the routing, as does a UD group
+        // (`W` 1: no acknowledgements, so no health to fail over with; the
+        // routing skips a dead link by itself).
+        if W > 1 && links.len() > 1 {
+            pin_to_links(&mut flows, &specs, &links);
+        }
         let mut gcfg = *cfg;
         // The group's `retry_cnt` 7 means unlimited; the QP's means seven.
         gcfg.health.retry_cnt = retry_cnt.min(6);
@@ -720,11 +728,8 @@ impl<const W: usize> QpSessions<W> {
 }
 
 /// Sends each flow of a group out through the link its session is on
-/// (`specs`' local addresses index `links`), when the group watches links.
+/// (`specs`' local addresses index `links`).
 fn pin_to_links(flows: &mut [io::Flow], specs: &[SessionSpec], links: &[Link]) {
-    if links.is_empty() {
-        return;
-    }
     for (f, spec) in flows.iter_mut().zip(specs) {
         if let Some(l) = links.get(usize::from(spec.local_addr)) {
             f.out = io::OutPort::Ifindex(l.ifindex);

@@ -64,8 +64,11 @@ impl<const W: usize> QpSessions<W> {
         self.replace_wanted = None;
         let id = req.id;
         let i = usize::from(id.0);
+        // A session that failed since it was asked for is the health
+        // machine's now (a fresh 5-tuple would declare it Up).
         if self.generation != req.generation
             || self.flows.get(i).map(|f| f.src_port) != Some(req.flow.src_port)
+            || !self.is_up(id)
         {
             return (false, Some(r));
         }
@@ -84,9 +87,11 @@ impl<const W: usize> QpSessions<W> {
             .map(|l| io::OutPort::Ifindex(l.ifindex));
         if let Some(f) = self.flows.get_mut(i) {
             f.src_port = port;
-            // On the link it was chosen for (see `pin_to_links`).
-            if let Some(out) = pinned {
-                f.out = out;
+            // A pinned session stays pinned, to the link chosen for it.
+            if matches!(f.out, io::OutPort::Ifindex(_)) {
+                if let Some(out) = pinned {
+                    f.out = out;
+                }
             }
         }
         let _ = self
@@ -153,11 +158,15 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
     drop(old);
 }
 
-/// A fresh port for the session of `req`, reserved: preferably on a link
-/// of the group that no other session uses and none left for its losses
-/// just now (`Group::unfit_links`: two sessions on one path would leave
-/// another unwatched, and one path's failure would take both); else one
-/// on the session's own link, or on no link of the group.
+/// A fresh port for the session of `req`, reserved: on a link of the
+/// group that no other session uses and none left for its losses just now
+/// (`Group::unfit_links`: two sessions on one path would leave another
+/// unwatched, and one path's failure would take both), else one whose
+/// route leaves through the session's own link (or through none of the
+/// group's). Every link of a group has a session when it is built, so in
+/// practice the fresh port stays on the session's link (in a fabric that
+/// hashes flows onto paths, another path); a move needs a link a session
+/// left more than `LEFT_LINK_HOLD_OFF_US` ago.
 fn pick_replacement(
     dev: &Device<SroceDevice>,
     net: &crate::net::netns::Net,

@@ -65,9 +65,9 @@ impl PathWindow {
     }
 
     /// A fresh window for what the session sends from `next_seq` on (a new
-    /// 5-tuple, or the session back Up): as [`Self::start`], and the loss
-    /// of a packet sent before (on the old path, or before it failed) does
-    /// not cut it: it says nothing of the path the window is for now.
+    /// 5-tuple): as [`Self::start`], and the loss of a packet sent before
+    /// (on the old path) does not cut it: it says nothing of the path the
+    /// window is for now.
     pub fn start_at(&mut self, next_seq: u32) {
         self.start();
         self.recover = Some(next_seq);
