@@ -14,16 +14,13 @@ struct ReplaceRequest {
     taken: [u16; MAX_SESSIONS],
     link: Option<usize>,
     links: [i32; MAX_SESSIONS],
-    /// Links (bit per index into `links`) not to move the session to
-    /// (`Group::unfit_links`).
-    unfit: u64,
     range: PortRange,
     qpn: u32,
     replacements: u64,
 }
 
 impl<const W: usize> QpSessions<W> {
-    fn replace_request(&self, now_us: u64) -> Option<ReplaceRequest> {
+    fn replace_request(&self) -> Option<ReplaceRequest> {
         let id = self.replace_wanted?;
         let i = usize::from(id.0);
         let flow = *self.flows.get(i)?;
@@ -43,7 +40,6 @@ impl<const W: usize> QpSessions<W> {
             taken,
             link: (!self.links.is_empty()).then_some(usize::from(session.local_addr())),
             links,
-            unfit: self.group.unfit_links(id, now_us),
             range: self.origin.ports,
             qpn: self.origin.qpn,
             replacements: session.counters().replacements,
@@ -81,18 +77,9 @@ impl<const W: usize> QpSessions<W> {
                 None => return (false, Some(r)),
             }
         };
-        let pinned = self
-            .links
-            .get(link)
-            .map(|l| io::OutPort::Ifindex(l.ifindex));
+        // Only the port changes: a session pinned to its link stays so.
         if let Some(f) = self.flows.get_mut(i) {
             f.src_port = port;
-            // A pinned session stays pinned, to the link chosen for it.
-            if matches!(f.out, io::OutPort::Ifindex(_)) {
-                if let Some(out) = pinned {
-                    f.out = out;
-                }
-            }
         }
         let _ = self
             .group
@@ -118,7 +105,7 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
         inner
             .rc
             .as_ref()
-            .and_then(|rc| rc.sessions.replace_request(rc.sessions_origin().2))
+            .and_then(|rc| rc.sessions.replace_request())
     };
     let Some(req) = req else { return };
     let picked = dev
@@ -158,15 +145,14 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
     drop(old);
 }
 
-/// A fresh port for the session of `req`, reserved: on a link of the
-/// group that no other session uses and none left for its losses just now
-/// (`Group::unfit_links`: two sessions on one path would leave another
-/// unwatched, and one path's failure would take both), else one whose
-/// route leaves through the session's own link (or through none of the
-/// group's). Every link of a group has a session when it is built, so in
-/// practice the fresh port stays on the session's link (in a fabric that
-/// hashes flows onto paths, another path); a move needs a link a session
-/// left more than `LEFT_LINK_HOLD_OFF_US` ago.
+/// A fresh port for the session of `req`, reserved, on the session's own
+/// link: its route leaves through that link or through none of the
+/// group's. Never onto another session's link: two sessions on one path
+/// would leave the other unwatched, and one failure would take both (two
+/// replacements that moved both sessions onto the link then cut failed a
+/// stream with `RETRY_EXC_ERR`). In a fabric that hashes flows onto paths
+/// a fresh port is another path all the same. Returns the port and the
+/// session's link index.
 fn pick_replacement(
     dev: &Device<SroceDevice>,
     net: &crate::net::netns::Net,
@@ -176,8 +162,7 @@ fn pick_replacement(
     let seed = req.qpn ^ u32::from(req.flow.src_port) ^ (req.replacements as u32).rotate_left(16);
     let mut cursor = crate::roce::session::port_range::hash_32(seed, 16) % span;
     let links = &req.links[..];
-    let mut fallback: Option<(ReservedPort, usize)> = None;
-    for tries in 0..PORT_TRIES {
+    for _ in 0..PORT_TRIES {
         let port = (u32::from(req.range.first()) + cursor % span) as u16;
         cursor = cursor.wrapping_add(1);
         if req.taken.contains(&port) {
@@ -190,27 +175,12 @@ fn pick_replacement(
         };
         let out = io::out_ifindex(dev, &candidate).ok();
         let link = out.and_then(|o| links.iter().position(|&l| l == o && o != 0));
-        let unfit = |l: usize| {
-            1u64.checked_shl(l as u32)
-                .is_some_and(|bit| req.unfit & bit != 0)
-        };
-        match link {
-            Some(l) if Some(l) != req.link && !unfit(l) => {
-                if let Ok(r) = ReservedPort::new(net, port) {
-                    return Some((r, l));
-                }
-            }
-            Some(l) if Some(l) != req.link => {}
-            l if fallback.is_none() => {
-                fallback = ReservedPort::new(net, port)
-                    .ok()
-                    .map(|r| (r, l.or(req.link).unwrap_or(0)));
-            }
-            _ => {}
+        if link.is_some_and(|l| Some(l) != req.link) {
+            continue;
         }
-        if fallback.is_some() && tries > PATH_TRIES {
-            break;
+        if let Ok(r) = ReservedPort::new(net, port) {
+            return Some((r, req.link.unwrap_or(0)));
         }
     }
-    fallback
+    None
 }

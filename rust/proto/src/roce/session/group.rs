@@ -129,12 +129,6 @@ pub struct Counters {
     pub ups: u64,
 }
 
-/// How long a link a session left for a fresh 5-tuple (its losses there
-/// stayed high) is given no session's fresh 5-tuple (µs): not back onto
-/// a path just found lossy or cut. Long against the few 128-packet epochs
-/// that decide a replacement.
-pub const LEFT_LINK_HOLD_OFF_US: u64 = 10_000_000;
-
 /// One session: its 5-tuple part, health, RTT and counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Session {
@@ -148,8 +142,6 @@ pub struct Session {
     canary_pending: bool,
     /// Its congestion window (in use with the multipath transport).
     window: PathWindow,
-    /// The local link it last left for a fresh 5-tuple, and when (µs).
-    left: Option<(u8, u64)>,
 }
 
 impl Session {
@@ -176,7 +168,6 @@ impl Session {
         outstanding_msgs: 0,
         canary_pending: false,
         window: PathWindow::UNUSED,
-        left: None,
     };
 
     /// UDP source port.
@@ -753,7 +744,6 @@ impl<S: SessionStore> Group<S> {
     ) -> Result<(), SessionError> {
         let cfg = self.cfg.health;
         let s = self.get_mut(id)?;
-        s.left = Some((s.local_addr, now));
         s.src_port = src_port;
         s.local_addr = local_addr;
         s.health = Health::new(&cfg, now);
@@ -765,31 +755,6 @@ impl<S: SessionStore> Group<S> {
         }
         s.counters.replacements = s.counters.replacements.saturating_add(1);
         Ok(())
-    }
-
-    /// The local links (bit `l` for local address `l` < 64) a fresh
-    /// 5-tuple for session `id` must not move to at `now`: those another
-    /// session uses (the group keeps its sessions on as many paths as it
-    /// has, so that one path's failure never takes all of them: a session
-    /// that moved in beside another would leave its own path unwatched),
-    /// and those a session left for a fresh 5-tuple less than
-    /// [`LEFT_LINK_HOLD_OFF_US`] ago (its losses there stayed high: maybe
-    /// cut). A fresh port on the session's own link stays possible (in a
-    /// fabric that hashes flows onto paths, another path).
-    pub fn unfit_links(&self, id: SessionId, now: u64) -> u64 {
-        let bit = |l: u8| 1u64.checked_shl(u32::from(l)).unwrap_or(0);
-        let mut unfit = 0;
-        for (i, s) in self.sessions().iter().enumerate() {
-            if i != id.index() {
-                unfit |= bit(s.local_addr);
-            }
-            if let Some((l, at)) = s.left {
-                if now.saturating_sub(at) < LEFT_LINK_HOLD_OFF_US {
-                    unfit |= bit(l);
-                }
-            }
-        }
-        unfit
     }
 
     /// Nothing is outstanding on any session any more: a go-back resends
@@ -1008,27 +973,6 @@ mod tests {
         assert!(g.on_timeout(SessionId(0), 20_000).is_ok());
         assert!(g.on_timeout(SessionId(0), 20_200).is_ok());
         assert!(g.session(SessionId(0)).unwrap().health.is_exhausted());
-    }
-
-    #[test]
-    fn replacements_avoid_used_and_recently_left_links() {
-        // Sessions 0 and 1 on link 0, session 2 on link 1, links 2 and 3
-        // unused.
-        let mut sp = specs(3);
-        sp[2].local_addr = 1;
-        let mut g = SessionGroup::<3>::new(&GroupConfig::DEFAULT, &sp, 7, Some(100), 0).unwrap();
-        // Links another session uses (its own only if another shares it).
-        assert_eq!(g.unfit_links(SessionId(0), 0), 0b11);
-        assert_eq!(g.unfit_links(SessionId(2), 0), 0b01);
-        // Session 2 leaves link 1 for link 3: link 1 stays unfit for the
-        // hold-off time, then is fit again.
-        g.replace(SessionId(2), 62000, 3, 1_000).unwrap();
-        assert_eq!(g.session(SessionId(2)).unwrap().state(), State::Up);
-        assert_eq!(g.unfit_links(SessionId(0), 2_000), 0b1011);
-        assert_eq!(g.unfit_links(SessionId(2), 2_000), 0b0011);
-        let later = 1_000 + LEFT_LINK_HOLD_OFF_US;
-        assert_eq!(g.unfit_links(SessionId(0), later), 0b1001);
-        assert_eq!(g.unfit_links(SessionId(2), later), 0b0001);
     }
 
     #[test]
