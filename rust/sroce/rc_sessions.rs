@@ -367,6 +367,17 @@ impl<const W: usize> QpSessions<W> {
         let _ = self.group.on_progress(id, now_us);
     }
 
+    /// Session `id`'s own timer charged it a timeout (a whole RTO silent
+    /// with packets in flight). Whether it went Down.
+    pub(crate) fn session_timeout(&mut self, id: SessionId, now_us: u64) -> bool {
+        self.group.on_session_timeout(id, now_us).unwrap_or(false)
+    }
+
+    /// The QP's transport timeout (`None`: it waits forever).
+    pub(crate) fn rto_us(&self) -> Option<u64> {
+        self.group.rto_us()
+    }
+
     /// Asks for session `id` to get a fresh 5-tuple (its congestion stayed
     /// high); one at a time. Whether the work item has to run for it.
     pub(crate) fn want_replace(&mut self, id: SessionId) -> bool {

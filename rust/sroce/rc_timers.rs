@@ -116,12 +116,15 @@ impl RcTimers {
 
     /// After the work item's pass at `now`: starts or stops the deadlines
     /// as the send queue's state asks (and the session poll if `poll`),
-    /// and makes sure the wake-up timer fires no later than the earliest.
+    /// and makes sure the wake-up timer fires no later than the earliest,
+    /// or than `wake_in_us` from now (a session's own retransmit timer,
+    /// which the pass checks itself).
     pub(crate) fn update<S: SlotStore>(
         &mut self,
         now: Now,
         sq: &SendQueueWith<S>,
         poll: bool,
+        wake_in_us: Option<u64>,
         shared: &Arc<QpShared>,
     ) {
         if !poll {
@@ -143,7 +146,12 @@ impl RcTimers {
             (Some(a), Some(b)) => Some(if not_after(a, b) { a } else { b }),
             (a, b) => a.or(b),
         };
-        let due = earliest(earliest(self.transport_at, self.rnr_at), self.poll_at);
+        let wake_at =
+            wake_in_us.map(|us| now + Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX)));
+        let due = earliest(
+            earliest(self.transport_at, self.rnr_at),
+            earliest(self.poll_at, wake_at),
+        );
         let Some(due) = due else {
             // A wake-up left armed finds nothing due: harmless.
             return;

@@ -6,7 +6,8 @@
 # through different links. Checked: every policy moves data intact; the
 # extra session's port is held (no other socket can bind it); round-robin
 # without the reorder guard uses both links; cutting one link mid-transfer
-# (netem 100% loss) fails nothing, and traffic returns to it afterwards;
+# (netem 100% loss) fails nothing, the cut session's own retransmit timer
+# resends what was in flight on it, and traffic returns to it afterwards;
 # an idle QP's session goes down with its link and comes back up by
 # duplicate probes, which `sroce monitor` (the sroce-events group) reports;
 # the receiving side counts each of the sender's sessions (flow show).
@@ -291,12 +292,21 @@ assert_eq "$(grep -cE "$live" <<<"$LIST")" 2 "two live sessions carrying packets
 assert_fails_with "Address already in use" in_ns h2 python3 -c \
 	"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).bind(('', $port))"
 
-# Cut the w link both ways mid-transfer, then restore it.
+# Cut the w link both ways mid-transfer, then restore it. The packets in
+# flight on w's session are all lost, so no later packet on it arrives to
+# show them lost: its own retransmit timer resends them on v, before the
+# QP's transport timer would (a session's period is at most half the
+# RTO).
+session_timeouts() { cat /sys/class/infiniband/sroce2/ports/1/hw_counters/mp_session_timeouts; }
+st0=$(session_timeouts)
 for n in 1 2; do in_ns "h$n" tc qdisc add dev "w$n" root netem loss 100%; done
 log "w1-w2 cut (netem loss 100%)"
 sessions_until " (down|probing) policy" "during the cut"
 log "sessions of sroce2 during the cut:"$'\n'"$LIST"
 assert_match "$LIST" " (down|probing) policy" "a session is down while its link is cut"
+st=$(($(session_timeouts) - st0))
+log "sroce2: session timers expired $st times during the cut"
+((st > 0)) || fail "no session timer of sroce2 expired while w was cut mid-transfer"
 for n in 1 2; do in_ns "h$n" tc qdisc del dev "w$n" root; done
 log "w1-w2 restored"
 end_stream "ib_write_bw across the cut, although one link stayed up"

@@ -12,10 +12,12 @@
 //! - The same simulation with the sessions' congestion windows
 //!   (`PathWindow`) used as the kernel uses them: new packets only where
 //!   there is room, the session that drains first, deliveries and losses
-//!   from the scoreboard feeding the windows (`run_windowed`).
+//!   from the scoreboard feeding the windows (`run_windowed`), and with
+//!   the sessions' own retransmit timers (`QuietTimer`) finding lost
+//!   tails before the transport timer.
 //! - Property tests of `ReorderBuffer` and `Scoreboard` against models
 //!   (what it reports lost; its per-session in-flight and delivered
-//!   counts against a scan), and of `PathWindow`.
+//!   counts against a scan), of `PathWindow` and of `QuietTimer`.
 //! - The hello on the wire, as a plain responder sees it.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -26,6 +28,7 @@ use proptest::prelude::*;
 
 use sroce_proto::aeth::{NakCode, Syndrome};
 use sroce_proto::multipath::ext::{self, Caps, ExtKind, ExtPacket, Sack, SackBits};
+use sroce_proto::multipath::quiet::QuietTimer;
 use sroce_proto::multipath::reorder::{Held, Offer, ReorderBuffer};
 use sroce_proto::multipath::scoreboard::{Entry, Scoreboard};
 use sroce_proto::multipath::window::{drain_time, PathWindow};
@@ -417,7 +420,15 @@ struct Setup {
     max_unacked: u32,
     multipath: bool,
     rto: u64,
+    /// The sessions' own retransmit timers (`run_windowed` only), with
+    /// this RTO estimate in ticks; `None`: the transport timer alone.
+    session_timers: Option<u64>,
 }
+
+/// A tick of the simulations, in µs (for the sessions' timers, whose
+/// bounds are in µs): paths of 50 ticks are 5 ms, the RTO of 600 ticks
+/// 60 ms.
+const TICK_US: u64 = 100;
 
 /// Request packets sent again, and why.
 #[derive(Debug, Default)]
@@ -430,6 +441,9 @@ struct Resends {
     /// Go-back-N resends skipped: the responder holds them.
     skipped: u64,
     timeouts: u64,
+    /// Sessions' own timers that expired (their packets resent on the
+    /// other session).
+    session_timeouts: u64,
 }
 
 struct Run {
@@ -444,6 +458,8 @@ struct Run {
 struct Sender {
     paths: [Path; 2],
     board: Scoreboard<[Entry; W]>,
+    /// Each session's own retransmit timer (run if the setup says so).
+    timers: [QuietTimer; 2],
 }
 
 /// When something happens next (an arrival on a path or the reply path,
@@ -466,7 +482,9 @@ impl Sender {
     fn send(&mut self, now: u64, una: Psn, session: u8, p: &RequestPacket, op: &Op) {
         // Every PSN is tracked but an acknowledged one, which a go-back-N
         // resend still hands out when an ACK passed its cursor.
+        let was_idle = self.board.in_flight(session) == 0;
         let tracked = self.board.record(una, p.psn, session);
+        self.timers[usize::from(session)].on_sent(now * TICK_US, was_idle);
         assert!(
             tracked || p.psn.is_before(una),
             "{p:?} untracked, una {una:?}"
@@ -510,6 +528,7 @@ fn run(s: &Setup, ops: &[Op]) -> Run {
             Path::new(s.paths[1], seed ^ 0xA1),
         ],
         board: Scoreboard::with_storage([Entry::default(); W]),
+        timers: [QuietTimer::new(); 2],
     };
     let (mut back, mut mix) = (Path::new(s.reply, seed ^ 0xBA), Rng(seed ^ 0x313));
     let (mut reads, mut atomics, mut completions) = (HashMap::new(), HashMap::new(), Vec::new());
@@ -684,6 +703,7 @@ fn compare(seed: u64, loss: [u32; 2], reply_loss: u32) -> (u64, u64) {
             max_unacked: 32 + (seed % 97) as u32,
             multipath,
             rto: 600,
+            session_timers: None,
         };
         let r = run(&s, &m.ops);
         check(seed, &m, &r);
@@ -1596,6 +1616,7 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
             Path::new(s.paths[1], seed ^ 0xA1),
         ],
         board: Scoreboard::with_storage([Entry::default(); W]),
+        timers: [QuietTimer::new(); 2],
     };
     let rtt = |p: (u64, u64, u32)| p.0 + s.reply.0;
     let mut win = Windows {
@@ -1740,8 +1761,10 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
             }
             // Acknowledged and held packets are delivered: the windows grow.
             tx.board.acked_through(sq.una());
-            tx.board
-                .take_delivered(|s, k| win.w[usize::from(s)].on_delivered(k));
+            tx.board.take_delivered(|s, k| {
+                win.w[usize::from(s)].on_delivered(k);
+                tx.timers[usize::from(s)].on_delivered(now * TICK_US);
+            });
             for psn in lost {
                 // The loss is charged to the session that carried it, before
                 // the resend takes a new place in some session's order.
@@ -1764,6 +1787,33 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
             }
             for (m, w) in max_cwnd.iter_mut().zip(&win.w) {
                 *m = (*m).max(w.cwnd());
+            }
+        }
+        // The sessions' own timers, as the driver's pass: a session with
+        // packets in flight that delivered nothing for its period has them
+        // resent on the other one (not while going back N), its window
+        // cut to the minimum.
+        let qp_rto = Some(s.rto * TICK_US);
+        for q in 0..2u8 {
+            let (i, est) = (usize::from(q), s.session_timers.map(|e| e * TICK_US));
+            if s.session_timers.is_none() || sq.resending() || tx.board.in_flight(q) == 0 {
+                continue;
+            }
+            let Some(period) = tx.timers[i].period_us(est, qp_rto) else {
+                continue;
+            };
+            if tx.timers[i].deadline_us(period) > now * TICK_US {
+                continue;
+            }
+            let _ = tx.timers[i].on_expired(now * TICK_US, qp_rto);
+            n.session_timeouts += 1;
+            win.w[i].on_timeout(tx.board.next_seq(q));
+            let mut lost = Vec::new();
+            tx.board.strand(1 << q, |psn| lost.push(psn));
+            for psn in lost {
+                let p = sq.packet_at(psn).expect("a stranded packet");
+                tx.send(now, sq.una(), 1 - q, &p, &ops[p.tag as usize]);
+                n.resent += 1;
             }
         }
         if rtx.is_some_and(|t| t <= now) {
@@ -1820,7 +1870,17 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
             };
         }
         if !changed {
-            now = next_event(&tx.paths, &back, rtx, now);
+            let quiet = (0..2u8)
+                .filter(|&q| s.session_timers.is_some() && tx.board.in_flight(q) > 0)
+                .filter_map(|q| {
+                    let t = &tx.timers[usize::from(q)];
+                    let period =
+                        t.period_us(s.session_timers.map(|e| e * TICK_US), Some(s.rto * TICK_US))?;
+                    Some(t.deadline_us(period).div_ceil(TICK_US))
+                })
+                .min();
+            let wake = [rtx, quiet].into_iter().flatten().min();
+            now = next_event(&tx.paths, &back, wake, now);
         }
     }
 }
@@ -1841,6 +1901,20 @@ fn windowed_sized(
     reply_loss: u32,
     n: usize,
     packets: Option<u32>,
+) -> WindowedRun {
+    windowed_timed(seed, delay, loss, reply_loss, n, packets, None)
+}
+
+/// [`windowed_sized`] with the sessions' own retransmit timers if
+/// `session_timers` (their RTO estimate, ticks).
+fn windowed_timed(
+    seed: u64,
+    delay: [u64; 2],
+    loss: [u32; 2],
+    reply_loss: u32,
+    n: usize,
+    packets: Option<u32>,
+    session_timers: Option<u64>,
 ) -> WindowedRun {
     let mut rng = Rng(seed);
     let (mtu, max_len) = match packets {
@@ -1869,13 +1943,16 @@ fn windowed_sized(
         },
         multipath: true,
         rto: 600,
+        session_timers,
     };
     let r = run_windowed(&s, &m.ops);
     check(seed, &m, &r.run);
     assert_eq!(r.run.node.seq_naks, 0, "seed {seed}: no sequence NAK");
-    // Cuts come from SACK-reported losses (once per episode) and timeouts.
+    // Cuts come from SACK-reported losses (once per episode) and timeouts
+    // (the transport timer's and the sessions' own).
     for i in 0..2 {
-        let (cuts, timeouts) = (r.windows[i].cuts(), r.run.n.timeouts as u32);
+        let cuts = r.windows[i].cuts();
+        let timeouts = (r.run.n.timeouts + r.run.n.session_timeouts) as u32;
         assert!(cuts <= r.loss_cuts[i] + timeouts, "seed {seed}: path {i}");
         assert!(u64::from(r.loss_cuts[i]) <= r.run.n.selective);
     }
@@ -2160,4 +2237,120 @@ fn hello_is_re_acked_like_a_duplicate_by_a_plain_responder() {
         sq.on_response(&ack(sq.una().wrapping_sub(1))),
         Action::Ignore
     );
+}
+
+/// The sessions' own retransmit timers (`multipath::quiet`): with loss on
+/// path 1, some of its losses are tails (nothing sent after them on path
+/// 1 arrives to show them) that only a timer finds. With the sessions'
+/// timers they are resent on path 0 after the session's period instead
+/// of the QP's RTO: fewer transport timeouts, done sooner. On clean paths
+/// no session timer ever expires.
+#[test]
+fn session_timers_resend_lost_tails_sooner() {
+    // RTO estimate of the sessions: 250 ticks, about twice the longer
+    // path's round trip (120 ticks) with no queue, as a session's
+    // SRTT + 4 RTTVAR of message round trips is at least; 25 ms against
+    // the RTO's 60.
+    let est = Some(250);
+    let (mut with, mut without) = ((0, 0, 0), (0, 0, 0));
+    for seed in 0..6 {
+        let a = windowed_timed(seed, [50, 70], [0, 60], 0, 300, None, None);
+        let b = windowed_timed(seed, [50, 70], [0, 60], 0, 300, None, est);
+        assert_eq!(a.run.n.session_timeouts, 0);
+        eprintln!(
+            "seed {seed}: transport timer alone: {} timeouts, done at {}; with session timers: \
+             {} timeouts, {} session timeouts, done at {}",
+            a.run.n.timeouts, a.end, b.run.n.timeouts, b.run.n.session_timeouts, b.end
+        );
+        without = (without.0 + a.run.n.timeouts, without.1 + a.end, without.2);
+        with = (
+            with.0 + b.run.n.timeouts,
+            with.1 + b.end,
+            with.2 + b.run.n.session_timeouts,
+        );
+        // Clean paths: a session's deliveries restart its timer in time.
+        let c = windowed_timed(seed, [50, 80], [0, 0], 0, 300, None, est);
+        assert_eq!(c.run.n.session_timeouts, 0, "seed {seed}: clean paths");
+        let c = windowed_timed(seed, [40, 50], [0, 0], 0, 120, Some(64), est);
+        assert_eq!(c.run.n.session_timeouts, 0, "seed {seed}: large messages");
+    }
+    eprintln!("timeouts, end, session timeouts: alone {without:?}, with session timers {with:?}");
+    assert!(with.2 > 0, "no tail loss found by a session timer");
+    assert!(
+        with.0 < without.0,
+        "transport timeouts {with:?} against {without:?}"
+    );
+    assert!(with.1 < without.1, "done at {with:?} against {without:?}");
+}
+
+/// An event of a session's timer: a send (was it idle), a delivery, a
+/// charge by the transport timer, or time passing to its deadline (an
+/// expiry) or by some ticks.
+#[derive(Clone, Debug)]
+enum TimerOp {
+    Sent(bool),
+    Delivered,
+    Charged,
+    Expire,
+    Wait(u64),
+}
+
+fn timer_op() -> impl Strategy<Value = TimerOp> {
+    prop_oneof![
+        any::<bool>().prop_map(TimerOp::Sent),
+        Just(TimerOp::Delivered),
+        Just(TimerOp::Charged),
+        Just(TimerOp::Expire),
+        Just(TimerOp::Expire),
+        (0u64..50_000).prop_map(TimerOp::Wait),
+    ]
+}
+
+proptest! {
+    /// Whatever happens, a session's timer: runs for a period within its
+    /// bounds (at least the minimum, at most half the QP's RTO); charges
+    /// a timeout only a whole QP RTO after the session's silence began or
+    /// its last charge (by either timer), never sooner.
+    #[test]
+    fn session_timer_periods_and_charges_stay_in_bounds(
+        est in proptest::option::of(0u64..200_000),
+        rto in 1_000u64..2_000_000,
+        ops in proptest::collection::vec(timer_op(), 1..200),
+    ) {
+        let mut t = QuietTimer::new();
+        let (mut now, mut silent_from) = (0u64, 0u64);
+        for op in ops {
+            match op {
+                TimerOp::Sent(idle) => {
+                    if idle && t.backoff() == 0 {
+                        silent_from = now;
+                    }
+                    t.on_sent(now, idle);
+                }
+                TimerOp::Delivered => {
+                    t.on_delivered(now);
+                    silent_from = now;
+                }
+                TimerOp::Charged => {
+                    t.on_charged(now);
+                    silent_from = now;
+                }
+                TimerOp::Wait(d) => now += d,
+                TimerOp::Expire => {
+                    let Some(p) = t.period_us(est, Some(rto)) else {
+                        prop_assert!(rto / 2 < sroce_proto::multipath::quiet::MIN_PERIOD_US);
+                        continue;
+                    };
+                    prop_assert!(p >= sroce_proto::multipath::quiet::MIN_PERIOD_US);
+                    prop_assert!(p <= rto / 2);
+                    now = now.max(t.deadline_us(p));
+                    let charged = t.on_expired(now, Some(rto));
+                    prop_assert_eq!(charged, now - silent_from >= rto);
+                    if charged {
+                        silent_from = now;
+                    }
+                }
+            }
+        }
+    }
 }

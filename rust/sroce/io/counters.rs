@@ -144,10 +144,13 @@ pub(crate) enum Counter {
     /// Multipath: a message moved to another session partway through
     /// (its session's window was full and another had room).
     MpFlowletSwitches,
+    /// Multipath: a session's own retransmit timer expired (its packets
+    /// in flight were resent on another session).
+    MpSessionTimeouts,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::MpFlowletSwitches as usize + 1;
+const COUNT: usize = Counter::MpSessionTimeouts as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -204,6 +207,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"mp_window_cuts"),
     StatDesc::new(c"mp_window_full"),
     StatDesc::new(c"mp_flowlet_switches"),
+    StatDesc::new(c"mp_session_timeouts"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

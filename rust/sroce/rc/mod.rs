@@ -666,15 +666,15 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     let more = receive_batch(qp, inner, shared, now);
     if let Some(rc) = inner.rc.as_mut() {
         let rc: &mut RcState = rc;
+        let now_us = rc.now_us(now);
         if rc.timers.expire(now, &mut rc.sq) {
             counters.inc(Counter::LocalAckTimeout);
-            let cuts = rc.mp.on_timeout(rc.sq.una(), &mut rc.sessions);
+            let cuts = rc.mp.on_timeout(rc.sq.una(), &mut rc.sessions, now_us);
             counters.add(Counter::MpWindowCuts, u64::from(cuts));
             let a = go_back(rc, GoBack::Timeout, now, |sq| sq.on_timeout());
             count_action(counters, &a);
             rc.timers.on_action(now, &a);
         }
-        let now_us = rc.now_us(now);
         let oldest = rc.sq.oldest_tag();
         if rc.sessions.refresh_links(qp.device(), oldest, now_us) {
             // A session's link went down under unacknowledged requests:
@@ -685,7 +685,9 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
             rc.timers.on_action(now, &a);
         } else {
             // Packets of messages it does not hold may still be on it.
-            multipath::resend_stranded(qp, inner);
+            multipath::resend_stranded(qp, inner, now_us);
+            // And a session whose own timer expired.
+            multipath::resend_quiet(qp, inner, now_us);
         }
     }
     // Completions first: the ACKs just received free send-queue slots that
@@ -723,7 +725,9 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
                 send_duplicate_probe(qp.device(), &mut inner.routes, rc, s);
             }
         }
-        rc.timers.update(now, &rc.sq, polled.keep_polling, shared);
+        let quiet_in = rc.mp.quiet_wake_in(&rc.sessions, now_us);
+        rc.timers
+            .update(now, &rc.sq, polled.keep_polling, quiet_in, shared);
         let policy = rc.sessions.policy();
         rc.sessions.state_changes(|id, s, f| {
             crate::sroce::session_events::report(

@@ -338,7 +338,7 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
         }
         let mut p = p;
         p.ack_req |= rc.mp.asks_ack(&rc.sessions, sid);
-        if rc.mp.sent(una, p.psn, sid) {
+        if rc.mp.sent(una, p.psn, sid, now_us) {
             // Its losses stayed high: a fresh 5-tuple (the work item).
             rc.sessions.want_replace(sid);
         }

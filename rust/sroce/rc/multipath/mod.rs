@@ -13,7 +13,7 @@ mod hold;
 mod spray;
 
 pub(super) use hold::{drop_stale, flush_sack, intercept, release};
-pub(super) use spray::{maybe_hello, resend_stranded};
+pub(super) use spray::{maybe_hello, resend_quiet, resend_stranded};
 
 use super::{
     completer::on_response, receive, receive_waits, requester::send_request, responder::reply_flow,
@@ -33,7 +33,7 @@ use crate::roce::{
         reorder::{Held as HeldRequest, MAX_WINDOW},
         scoreboard::Entry,
         window::drain_time,
-        Negotiation, Offer, ReorderBuffer, Scoreboard,
+        Negotiation, Offer, QuietTimer, ReorderBuffer, Scoreboard,
     },
     opcode::{Opcode, Operation, Transport},
     packet::Headers,
@@ -70,6 +70,8 @@ struct Sprayer {
     lost: KVVec<Psn>,
     /// Each session's losses, for replacing a congested one.
     meters: EngineStore<LossMeter>,
+    /// Each session's own retransmit timer (`roce::multipath::quiet`).
+    quiet: EngineStore<QuietTimer>,
     /// The session `round-robin` chose last.
     last_turn: u8,
     /// The message being sent and the flowlet its packets go on now.
@@ -98,6 +100,7 @@ impl Sprayer {
             board: Scoreboard::with_storage(EngineStore::filled(TRACKED, Entry::default())?),
             lost: KVVec::with_capacity(WINDOW, GFP_KERNEL)?,
             meters: EngineStore::filled(MAX_SESSIONS, LossMeter::new())?,
+            quiet: EngineStore::filled(MAX_SESSIONS, QuietTimer::new())?,
             last_turn: 0,
             current: None,
         })
@@ -122,6 +125,54 @@ impl Sprayer {
             self.last_turn = id.0;
         }
         chosen
+    }
+
+    /// Credits the sessions with what they delivered since the last call
+    /// (acknowledged, or held by the peer) at `now_us`: their windows
+    /// grow, their health sees progress, their own timers restart.
+    fn credit(&mut self, sessions: &mut QpSessions<SQ_DEPTH>, now_us: u64) {
+        let Sprayer { board, quiet, .. } = self;
+        board.take_delivered(|id, n| {
+            sessions.on_delivered(SessionId(id), n, now_us);
+            if let Some(t) = quiet.as_mut().get_mut(usize::from(id)) {
+                t.on_delivered(now_us);
+            }
+        });
+    }
+
+    /// The sessions whose own timer has expired at `now_us` (bit `i`:
+    /// session `i`), and the earliest deadline of the others still
+    /// running. A timer runs for an Up session with packets in flight,
+    /// while another session is Up to resend them on (with one, the QP's
+    /// transport timer decides, as over one path).
+    fn quiet_scan(&self, sessions: &QpSessions<SQ_DEPTH>, now_us: u64) -> (u64, Option<u64>) {
+        let mut up = sessions.up_ids();
+        if up.next().is_none() || up.next().is_none() {
+            return (0, None);
+        }
+        let qp_rto = sessions.rto_us();
+        let (mut expired, mut next) = (0u64, None::<u64>);
+        for id in sessions.up_ids() {
+            let (Some(s), Some(t)) = (
+                sessions.session(id),
+                self.quiet.as_ref().get(usize::from(id.0)),
+            ) else {
+                continue;
+            };
+            if self.board.in_flight(id.0) == 0 {
+                continue;
+            }
+            let Some(period) = t.period_us(s.rtt().rto_estimate_us(), qp_rto) else {
+                continue;
+            };
+            let at = t.deadline_us(period);
+            if at <= now_us {
+                expired |= 1 << id.0;
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        (expired, next)
     }
 
     /// Whether session `id` has room in its congestion window.
@@ -238,20 +289,25 @@ impl Multipath {
     pub(crate) fn restart_requester(&mut self, sq: &mut super::Requester) {
         if let Some(s) = self.sprayer.as_mut() {
             s.board.clear(sq.una());
+            s.quiet.as_mut().fill(QuietTimer::new());
             s.current = None;
             sq.set_max_unacked_psns(self.agreed_window());
         }
         self.deferred_ack = None;
     }
 
-    /// Request packet `psn` went out on session `sid` (`una`: the oldest
-    /// unacknowledged PSN). True if that ends a run of epochs in which the
-    /// session lost too much: it should get a fresh 5-tuple.
-    pub(super) fn sent(&mut self, una: Psn, psn: Psn, sid: SessionId) -> bool {
+    /// Request packet `psn` went out on session `sid` at `now_us` (`una`:
+    /// the oldest unacknowledged PSN). True if that ends a run of epochs
+    /// in which the session lost too much: it should get a fresh 5-tuple.
+    pub(super) fn sent(&mut self, una: Psn, psn: Psn, sid: SessionId, now_us: u64) -> bool {
         let Some(s) = self.sprayer.as_mut() else {
             return false;
         };
+        let was_idle = s.board.in_flight(sid.0) == 0;
         let _ = s.board.record(una, psn, sid.0);
+        if let Some(t) = s.quiet.as_mut().get_mut(usize::from(sid.0)) {
+            t.on_sent(now_us, was_idle);
+        }
         s.meters
             .as_mut()
             .get_mut(usize::from(sid.0))
@@ -397,19 +453,37 @@ impl Multipath {
             return;
         };
         s.board.acked_through(una);
-        s.board
-            .take_delivered(|id, n| sessions.on_delivered(SessionId(id), n, now_us));
+        s.credit(sessions, now_us);
     }
 
-    /// The transport timer expired with `una` the oldest unacknowledged
-    /// PSN. The go-back-N resend skips what the responder holds, unless
+    /// How long until a session's own timer expires (0: one has), if one
+    /// runs: the QP's wake-up timer fires by then.
+    pub(super) fn quiet_wake_in(
+        &self,
+        sessions: &QpSessions<SQ_DEPTH>,
+        now_us: u64,
+    ) -> Option<u64> {
+        let s = self.sprayer.as_ref()?;
+        match s.quiet_scan(sessions, now_us) {
+            (0, next) => next.map(|at| at.saturating_sub(now_us)),
+            _ => Some(0),
+        }
+    }
+
+    /// The transport timer expired at `now_us` with `una` the oldest
+    /// unacknowledged PSN. The go-back-N resend skips what the responder holds, unless
     /// the previous timeout found the same `una`: then nothing moved in a
     /// whole timeout, what it said it holds may be gone, and everything is
     /// resent.
     /// The window of the session that carried `una` (of each that had
     /// packets in flight, if that is unknown) is cut to the minimum;
     /// returns how many were.
-    pub(super) fn on_timeout(&mut self, una: Psn, sessions: &mut QpSessions<SQ_DEPTH>) -> u32 {
+    pub(super) fn on_timeout(
+        &mut self,
+        una: Psn,
+        sessions: &mut QpSessions<SQ_DEPTH>,
+        now_us: u64,
+    ) -> u32 {
         // What the responder said it holds is trusted for one timeout after
         // its last SACK, and never twice at the same oldest PSN.
         let forget = self.last_timeout_una == Some(una) || !self.sacked_since_timeout;
@@ -419,6 +493,11 @@ impl Multipath {
             // stalled the connection: its window is cut (the others only
             // see their packets resent by the go-back).
             let carrier = s.board.session_of(una);
+            // Charged for this silence: the session's own timer charges it
+            // again only a whole RTO later.
+            if let Some(t) = carrier.and_then(|c| s.quiet.as_mut().get_mut(usize::from(c))) {
+                t.on_charged(now_us);
+            }
             // Nothing sent is on its way any more: the go-back resends it.
             let mut had = s.board.go_back(forget);
             if let Some(c) = carrier.filter(|&c| had & (1 << c) != 0) {

@@ -69,10 +69,8 @@ fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack, now_us: u64)
     });
     // What the peer holds now was delivered by the sessions that carried
     // it.
-    sprayer
-        .board
-        .take_delivered(|id, n| rc.sessions.on_delivered(SessionId(id), n, now_us));
-    resend(qp, routes, rc, &lost, true);
+    sprayer.credit(&mut rc.sessions, now_us);
+    resend(qp, routes, rc, &lost, true, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
@@ -83,7 +81,11 @@ fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack, now_us: u64)
 /// down), once the peer agreed: they cannot arrive, and no SACK will show
 /// them lost. (Going back N resends everything anyway, so a group that
 /// does is left to it; a probing session's canary is meant to go there.)
-pub(in crate::sroce::rc) fn resend_stranded(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+pub(in crate::sroce::rc) fn resend_stranded(
+    qp: &Qp<SroceDevice>,
+    inner: &mut QpInner,
+    now_us: u64,
+) {
     let QpInner { rc, routes, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let rc: &mut RcState = rc;
@@ -113,7 +115,68 @@ pub(in crate::sroce::rc) fn resend_stranded(qp: &Qp<SroceDevice>, inner: &mut Qp
         let oldest = rc.sq.oldest_tag();
         rc.sessions.failover_began(oldest);
     }
-    resend(qp, routes, rc, &lost, false);
+    resend(qp, routes, rc, &lost, false, now_us);
+    if let Some(s) = rc.mp.sprayer.as_mut() {
+        s.lost = lost;
+    }
+}
+
+/// Resends, on other live sessions, the packets in flight on each Up
+/// session whose own timer expired at `now_us`: nothing sent after them
+/// on it arrived within its period (`roce::multipath::quiet`), so no SACK
+/// would show them lost, and the QP's transport timer would wait a whole
+/// RTO. The session's window drops to the minimum; after a whole RTO of
+/// silence its health is charged a timeout. (Going back N resends
+/// everything anyway.)
+pub(in crate::sroce::rc) fn resend_quiet(qp: &Qp<SroceDevice>, inner: &mut QpInner, now_us: u64) {
+    let QpInner { rc, routes, .. } = inner;
+    let Some(rc) = rc.as_mut() else { return };
+    let rc: &mut RcState = rc;
+    if rc.sq.resending() {
+        return;
+    }
+    let Some(sprayer) = rc.mp.sprayer.as_mut() else {
+        return;
+    };
+    let (expired, _) = sprayer.quiet_scan(&rc.sessions, now_us);
+    if expired == 0 {
+        return;
+    }
+    let counters = &qp.device().data().io.counters;
+    let qp_rto = rc.sessions.rto_us();
+    for id in 0..MAX_SESSIONS as u8 {
+        if expired & (1 << id) == 0 {
+            continue;
+        }
+        counters.inc(Counter::MpSessionTimeouts);
+        let charge = sprayer
+            .quiet
+            .as_mut()
+            .get_mut(usize::from(id))
+            .is_some_and(|t| t.on_expired(now_us, qp_rto));
+        if let Some(w) = rc
+            .sessions
+            .window_mut(SessionId(id))
+            .filter(|w| w.is_active())
+        {
+            w.on_timeout(sprayer.board.next_seq(id));
+            counters.inc(Counter::MpWindowCuts);
+        }
+        if charge {
+            let _ = rc.sessions.session_timeout(SessionId(id), now_us);
+        }
+    }
+    let mut lost = core::mem::take(&mut sprayer.lost);
+    lost.clear();
+    let stranded = sprayer.board.strand(expired, |psn| {
+        let _ = lost.push_within_capacity(psn);
+    });
+    if stranded != 0 {
+        // Timed as a failover of those packets: until the next completion.
+        let oldest = rc.sq.oldest_tag();
+        rc.sessions.failover_began(oldest);
+    }
+    resend(qp, routes, rc, &lost, false, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
@@ -129,6 +192,7 @@ fn resend(
     rc: &mut RcState,
     lost: &[Psn],
     charge: bool,
+    now_us: u64,
 ) {
     let dev = qp.device();
     let counters = &dev.data().io.counters;
@@ -173,7 +237,7 @@ fn resend(
             counters.inc(Counter::MpSelectiveResends);
             counters.inc(Counter::RetransmittedPkts);
             let una = rc.sq.una();
-            if rc.mp.sent(una, psn, sid) {
+            if rc.mp.sent(una, psn, sid, now_us) {
                 rc.sessions.want_replace(sid);
             }
         }

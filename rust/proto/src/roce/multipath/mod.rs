@@ -18,6 +18,9 @@
 //!   ([`scoreboard::Scoreboard`]): a packet is presumed lost only when its
 //!   own path delivered something sent after it, so reordering *between*
 //!   paths of different delay never causes a resend;
+//! - a session whose packets in flight are all lost (nothing after them
+//!   on it arrives to show it) is found by its own timer
+//!   ([`quiet::QuietTimer`]), sooner than the QP's transport timer;
 //! - with the responder tolerating reordering, the requester spreads
 //!   messages over its sessions without the reorder guard.
 //!
@@ -29,12 +32,14 @@
 pub mod congestion;
 pub mod ext;
 pub mod negotiation;
+pub mod quiet;
 pub mod reorder;
 pub mod scoreboard;
 pub mod window;
 
 pub use ext::{Caps, ExtKind, HelloAck, Sack, SackBits};
 pub use negotiation::Negotiation;
+pub use quiet::QuietTimer;
 pub use reorder::{Offer, ReorderBuffer};
 pub use scoreboard::Scoreboard;
 pub use window::PathWindow;

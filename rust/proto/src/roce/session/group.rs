@@ -803,6 +803,24 @@ impl<S: SessionStore> Group<S> {
         self.go_back(id)
     }
 
+    /// Session `id`'s own retransmit timer found it silent (packets in
+    /// flight, nothing delivered) for a whole RTO
+    /// (`multipath::quiet`): a timeout towards Down as by the transport
+    /// timer, but no retry spent and no go-back (its packets were resent
+    /// on another session). Returns `true` if it went Down.
+    pub fn on_session_timeout(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
+        let cfg = self.cfg.health;
+        let s = self.get_mut(id)?;
+        s.counters.timeouts = s.counters.timeouts.saturating_add(1);
+        let ev = s.health.on_session_timeout(now, &cfg);
+        s.count(ev);
+        let down = matches!(ev, HealthEvent::WentDown | HealthEvent::ProbeFailed);
+        if down {
+            s.canary_pending = false;
+        }
+        Ok(down)
+    }
+
     /// A PSN sequence error NAK named a message last sent on `id` (lost
     /// while later ones arrived). Ends a canary probe of `id`; returns
     /// where to go-back-N. Spends no retry (as in rxe).

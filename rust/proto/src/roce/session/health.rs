@@ -262,6 +262,19 @@ impl Health {
         } else {
             self.retries_left = self.retries_left.saturating_sub(1);
         }
+        self.count_timeout(now, cfg)
+    }
+
+    /// A timeout of the session's own retransmit timer (multipath: a whole
+    /// RTO silent with packets in flight, which were resent elsewhere):
+    /// counts towards Down as a transport timeout does, but spends no
+    /// retry. Retries are the QP's `retry_cnt`, spent by its transport
+    /// timer alone, as over one path.
+    pub fn on_session_timeout(&mut self, now: u64, cfg: &HealthConfig) -> HealthEvent {
+        self.count_timeout(now, cfg)
+    }
+
+    fn count_timeout(&mut self, now: u64, cfg: &HealthConfig) -> HealthEvent {
         self.consecutive_timeouts = self.consecutive_timeouts.saturating_add(1);
         self.last_progress_us = now;
         match self.state {
@@ -486,6 +499,27 @@ mod tests {
         assert!(h.is_exhausted());
         h.on_progress(3, &cfg);
         assert!(!h.is_exhausted() && h.is_up());
+    }
+
+    #[test]
+    fn session_timeouts_go_down_without_spending_retries() {
+        let cfg = HealthConfig {
+            retry_cnt: 1,
+            ..HealthConfig::DEFAULT
+        };
+        let mut h = Health::new(&cfg, 0);
+        assert_eq!(h.on_session_timeout(1, &cfg), HealthEvent::None);
+        // One transport timeout after it: the threshold (2), counted
+        // together; the retry it spends is the first.
+        assert_eq!(h.on_timeout(2, &cfg), HealthEvent::WentDown);
+        assert!(!h.is_exhausted());
+        assert_eq!(h.retries_left(), 0);
+        h.on_progress(3, &cfg);
+        for t in 4..20 {
+            let _ = h.on_session_timeout(t, &cfg);
+        }
+        assert_eq!(h.state(), State::Down);
+        assert!(!h.is_exhausted() && h.retries_left() == 1);
     }
 
     #[test]
