@@ -22,6 +22,22 @@ echo "sroce bench: sessions, $(uname -r), $(nproc) CPUs, each path shaped to $RA
 
 load_sroce
 multipath_hosts
+# Receive flow steering (RPS) on the four veths, over every CPU: each
+# flow's packets are taken on one CPU, as a NIC's receive-side scaling
+# keeps a flow on one queue. Without it a veth hands each packet to the
+# receive backlog of the CPU that sent it, a path reorders its own
+# packets, and the multipath transport (which presumes a path delivers in
+# order) resends some needlessly and cuts its windows: session 22 measured
+# the rows of one QP over both links at 1.65-1.90 so, every resend taken
+# twice by the responder (duplicate_request) and no packet dropped on the
+# links. SROCE_BENCH_RPS=0 turns it off; another value is the CPU mask.
+RPS=${SROCE_BENCH_RPS:-$(printf '%x' $(((1 << $(nproc)) - 1)))}
+for n in 1 2; do
+	for l in v w; do
+		in_ns "h$n" sh -c "echo $RPS >/sys/class/net/$l$n/queues/rx-0/rps_cpus"
+	done
+done
+echo "# receive flow steering on the veths: CPU mask $(in_ns h1 cat /sys/class/net/v1/queues/rx-0/rps_cpus)"
 # shape LINK RATE [LOSS]: both ends of link v or w shaped to RATE, the
 # h2-to-h1 direction (the data's) losing LOSS of its packets.
 shape() {
@@ -41,9 +57,26 @@ shape w "$RATE"
 link_devices 10.77.9.1 10.77.9.2
 g1=$G1 g2=$G2
 
+GROUP=
 group() { # SIZE POLICY GUARD
 	local d
+	GROUP="group-size $1 $2"
 	for d in sroce1 sroce2; do "$SROCE" dev set "$d" group-size "$1" policy "$2" reorder-guard "$3"; done
+}
+
+# The client's transport counters each sroce run moves, printed as a
+# comment line (where a row's time went: timeouts, resends, full windows).
+# Then what the receiving side (sroce1) dropped or took twice, and what the
+# links' qdiscs (h2's egress) and net devices (h1's ingress) dropped.
+row_counters="local_ack_timeout_err mp_session_timeouts mp_selective_resends mp_resends_skipped mp_window_cuts mp_window_full mp_flowlet_switches mp_replaced"
+rx_counters="duplicate_request mp_hold_dropped rcvd_drop_qp_full rcvd_drop_nomem"
+hwc() { cat "/sys/class/infiniband/${2:-sroce2}/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
+# Packets dropped on the links: h2's qdiscs and h1's net devices.
+link_drops() {
+	local q d
+	q=$(in_ns h2 tc -s qdisc show 2>/dev/null | awk '/dropped/ { gsub(",", "", $7); n += $7 } END { print n + 0 }')
+	d=$(in_ns h1 cat /sys/class/net/v1/statistics/rx_dropped /sys/class/net/w1/statistics/rx_dropped 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
+	echo "$q $d"
 }
 
 # write_bw QPS [DEV1 GID1 DEV2 GID2 ADDR]: MB/s of an ib_write_bw -D $SECS
@@ -52,7 +85,12 @@ group() { # SIZE POLICY GUARD
 # Messages of $BW_SIZE bytes (64 KiB by default).
 write_bw() {
 	local d1=${2:-sroce1} x1=${3:-$g1} d2=${4:-sroce2} x2=${5:-$g2} addr=${6:-10.77.9.1}
-	local size=${BW_SIZE:-65536}
+	local size=${BW_SIZE:-65536} c
+	local -A base
+	for c in $row_counters; do base[$c]=$(hwc "$c"); done
+	for c in $rx_counters; do base[rx_$c]=$(hwc "$c" sroce1); done
+	local drops0 drops1
+	read -r drops0 drops1 <<<"$(link_drops)"
 	in_ns h1 timeout 60 ib_write_bw -d "$d1" -x "$x1" -q "$1" -D "$SECS" -s "$size" -F >"$TEST_TMP/srv" 2>&1 &
 	local srv=$! t=0
 	until in_ns h1 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
@@ -60,6 +98,12 @@ write_bw() {
 	local rc=$?
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
+	if [[ $d2 == sroce2 ]]; then
+		local q d
+		read -r q d <<<"$(link_drops)"
+		echo "# $1 QP(s), $size B, $GROUP: $(for c in $row_counters; do printf '%s +%s ' "$c" "$(($(hwc "$c") - ${base[$c]}))"; done)" >&2
+		echo "#   sroce1: $(for c in $rx_counters; do printf '%s +%s ' "$c" "$(($(hwc "$c" sroce1) - ${base[rx_$c]}))"; done)qdisc drops +$((q - drops0)) rx_dropped +$((d - drops1))" >&2
+	fi
 	((rc == 0)) || { echo n/a; return; }
 	awk -v s="$size" '$1 == s && NF >= 4 { v = $4 } END { print (v == "" ? "n/a" : v) }' "$TEST_TMP/cli"
 }
@@ -132,7 +176,6 @@ t=0
 until in_ns h1 ss -Hltn "sport = :$OOB_PORT" 2>/dev/null | grep -q . || ((t++ > 50)); do sleep 0.2; done
 # What the failover stream moves of sroce2's transport counters.
 fo_counters="local_ack_timeout_err retry_exceeded_err completer_retry_err mp_selective_resends mp_resends_skipped mp_window_cuts mp_window_full mp_flowlet_switches"
-hwc() { cat "/sys/class/infiniband/sroce2/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
 declare -A fo_base
 for c in $fo_counters; do fo_base[$c]=$(hwc "$c"); done
 in_ns h2 timeout 90 ib_write_bw -d sroce2 -x "$g2" -D 30 -s 65536 -F 10.77.9.1 >"$TEST_TMP/cli" 2>&1 &
