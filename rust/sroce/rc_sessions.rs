@@ -413,19 +413,28 @@ impl<const W: usize> QpSessions<W> {
     }
 
     /// Where a packet presumed lost on session `lost` is sent again: the
-    /// next Up session after it (another path), else `lost` itself.
-    pub(crate) fn resend_flow(&self, lost: Option<u8>) -> Option<(SessionId, io::Flow)> {
+    /// next Up session after it (another path) not in `except` (bit `i`:
+    /// session `i`), else `lost` itself; `None` if `lost` is in `except`
+    /// too.
+    pub(crate) fn resend_flow(
+        &self,
+        lost: Option<u8>,
+        except: u64,
+    ) -> Option<(SessionId, io::Flow)> {
         let n = self.group.len();
         let from = usize::from(lost.unwrap_or(0));
+        let usable = |i: usize| i >= 64 || except & (1 << i) == 0;
         let up = (1..=n)
             .map(|k| from.wrapping_add(k) % n.max(1))
             .find(|&i| {
-                self.group
-                    .sessions()
-                    .get(i)
-                    .is_some_and(|s| s.state() == State::Up)
+                usable(i)
+                    && self
+                        .group
+                        .sessions()
+                        .get(i)
+                        .is_some_and(|s| s.state() == State::Up)
             })
-            .unwrap_or(from);
+            .or_else(|| usable(from).then_some(from))?;
         let id = u8::try_from(up).ok()?;
         Some((SessionId(id), *self.flows.get(up)?))
     }

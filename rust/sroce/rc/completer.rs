@@ -104,6 +104,15 @@ pub(super) fn on_response(
     // sessions that carried it grow (multipath).
     let now_us = rc.now_us(now);
     rc.mp.on_acked(&mut rc.sessions, rc.sq.una(), now_us);
+    if matches!(
+        action,
+        Action::PlaceReadData { .. } | Action::AtomicResult { .. }
+    ) {
+        // Requests after a READ or atomic are acknowledged once its
+        // responses are in: until then their sessions' silence is no
+        // loss.
+        rc.mp.restart_quiet(now_us);
+    }
     if let (
         Some(tag),
         Action::Progress | Action::PlaceReadData { .. } | Action::AtomicResult { .. },

@@ -725,7 +725,16 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
                 send_duplicate_probe(qp.device(), &mut inner.routes, rc, s);
             }
         }
-        let quiet_in = rc.mp.quiet_wake_in(&rc.sessions, now_us);
+        // Not while going back N or waiting out an RNR NAK (silence then
+        // says nothing about a path; `resend_quiet` leaves it alone, and an
+        // expired timer would wake the work item at once, pass after pass):
+        // the sessions' timers start again when it is over.
+        let quiet_in = if rc.sq.resending() || rc.sq.waiting_rnr() {
+            rc.mp.restart_quiet(now_us);
+            None
+        } else {
+            rc.mp.quiet_wake_in(&rc.sessions, now_us)
+        };
         rc.timers
             .update(now, &rc.sq, polled.keep_polling, quiet_in, shared);
         let policy = rc.sessions.policy();

@@ -122,7 +122,7 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
     };
     let (swapped, old) = rc.sessions.apply_replacement(&req, r, link, now_us);
     if swapped {
-        rc.mp.session_replaced(req.id, &mut rc.sessions);
+        rc.mp.session_replaced(req.id, &mut rc.sessions, now_us);
         dev.data().io.counters.inc(Counter::MpReplaced);
         let policy = rc.sessions.policy();
         let i = usize::from(req.id.0);

@@ -456,6 +456,14 @@ impl Multipath {
         s.credit(sessions, now_us);
     }
 
+    /// Every session's own timer starts its period again at `now_us`
+    /// (`QuietTimer::restart`): what it waits for is held up elsewhere.
+    pub(super) fn restart_quiet(&mut self, now_us: u64) {
+        if let Some(s) = self.sprayer.as_mut() {
+            s.quiet.as_mut().iter_mut().for_each(|t| t.restart(now_us));
+        }
+    }
+
     /// How long until a session's own timer expires (0: one has), if one
     /// runs: the QP's wake-up timer fires by then.
     pub(super) fn quiet_wake_in(
@@ -493,13 +501,18 @@ impl Multipath {
             // stalled the connection: its window is cut (the others only
             // see their packets resent by the go-back).
             let carrier = s.board.session_of(una);
-            // Charged for this silence: the session's own timer charges it
-            // again only a whole RTO later.
-            if let Some(t) = carrier.and_then(|c| s.quiet.as_mut().get_mut(usize::from(c))) {
-                t.on_charged(now_us);
-            }
             // Nothing sent is on its way any more: the go-back resends it.
             let mut had = s.board.go_back(forget);
+            // Charged for this silence (the carrier, or the session the
+            // group charged instead, among those that had packets in
+            // flight): a session's own timer charges it again only a whole
+            // RTO later.
+            let charged = carrier.map_or(had, |c| 1 << c);
+            for (i, t) in s.quiet.as_mut().iter_mut().enumerate().take(MAX_SESSIONS) {
+                if charged & (1 << i) != 0 {
+                    t.on_charged(now_us);
+                }
+            }
             if let Some(c) = carrier.filter(|&c| had & (1 << c) != 0) {
                 had = 1 << c;
             }
@@ -536,13 +549,21 @@ impl Multipath {
         true
     }
 
-    /// Session `id` got a fresh 5-tuple: its loss count and its window
-    /// start over, and the losses of what it sent on the old one (which a
-    /// SACK may still show) count against neither.
-    pub(crate) fn session_replaced(&mut self, id: SessionId, sessions: &mut QpSessions<SQ_DEPTH>) {
+    /// Session `id` got a fresh 5-tuple at `now_us`: its loss count, its
+    /// window and its own timer start over, and the losses of what it sent
+    /// on the old one (which a SACK may still show) count against neither.
+    pub(crate) fn session_replaced(
+        &mut self,
+        id: SessionId,
+        sessions: &mut QpSessions<SQ_DEPTH>,
+        now_us: u64,
+    ) {
         let Some(s) = self.sprayer.as_mut() else {
             return;
         };
+        if let Some(t) = s.quiet.as_mut().get_mut(usize::from(id.0)) {
+            t.reset(now_us);
+        }
         let next = s.board.next_seq(id.0);
         if let Some(m) = s.meters.as_mut().get_mut(usize::from(id.0)) {
             m.reset_at(next);

@@ -70,7 +70,7 @@ fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack, now_us: u64)
     // What the peer holds now was delivered by the sessions that carried
     // it.
     sprayer.credit(&mut rc.sessions, now_us);
-    resend(qp, routes, rc, &lost, true, now_us);
+    resend(qp, routes, rc, &lost, true, 0, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
@@ -115,7 +115,7 @@ pub(in crate::sroce::rc) fn resend_stranded(
         let oldest = rc.sq.oldest_tag();
         rc.sessions.failover_began(oldest);
     }
-    resend(qp, routes, rc, &lost, false, now_us);
+    resend(qp, routes, rc, &lost, false, 0, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
@@ -176,22 +176,27 @@ pub(in crate::sroce::rc) fn resend_quiet(qp: &Qp<SroceDevice>, inner: &mut QpInn
         let oldest = rc.sq.oldest_tag();
         rc.sessions.failover_began(oldest);
     }
-    resend(qp, routes, rc, &lost, false, now_us);
+    // Never onto a session whose timer expired too (all of them: the
+    // transport timer goes back N later).
+    resend(qp, routes, rc, &lost, false, expired, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
 }
 
 /// Resends the packets `lost`, each on another live session (a READ or
-/// atomic on session 0 while it is Up, as when first sent). `charge`: the
-/// loss counts against the session that carried it (its loss meter, and
-/// its window once per episode).
+/// atomic on session 0 while it is Up, as when first sent), none in
+/// `except` (bit `i`: session `i`; a packet with nowhere else to go is
+/// left for the transport timer). `charge`: the loss counts against the
+/// session that carried it (its loss meter, and its window once per
+/// episode).
 fn resend(
     qp: &Qp<SroceDevice>,
     routes: &mut RouteCache,
     rc: &mut RcState,
     lost: &[Psn],
     charge: bool,
+    except: u64,
     now_us: u64,
 ) {
     let dev = qp.device();
@@ -229,8 +234,9 @@ fn resend(
         let pinned = responses
             .then(|| rc.sessions.up_ids().find(|id| id.0 == 0))
             .flatten()
+            .filter(|_| except & 1 == 0)
             .and_then(|id| Some((id, rc.sessions.flow(id)?)));
-        let Some((sid, flow)) = pinned.or_else(|| rc.sessions.resend_flow(was_on)) else {
+        let Some((sid, flow)) = pinned.or_else(|| rc.sessions.resend_flow(was_on, except)) else {
             continue;
         };
         if send_request(qp, dev, routes, &mut burst, rc, &p, &flow).is_ok() {

@@ -24,8 +24,8 @@
 //! charges the session one timeout only after a whole QP RTO of silence
 //! (packets in flight, nothing delivered) since it went silent or was last
 //! charged, by this timer or the transport timer. So a session timer finds
-//! lost packets sooner but fails a path no sooner than the transport timer
-//! would. Its charges spend no retry (`Health::on_session_timeout`): the
+//! lost packets sooner, and fails a path only after a whole RTO without a
+//! delivery on it. Its charges spend no retry (`Health::on_session_timeout`): the
 //! QP's `retry_cnt` is spent by the transport timer alone, as over one
 //! path, so a QP whose peer is unreachable fails after as many timeouts
 //! as without session timers.
@@ -92,24 +92,41 @@ impl QuietTimer {
         self.charge_from_us = now;
     }
 
+    /// The session's silence at `now` says nothing about its path: the
+    /// requester is going back N or waits out an RNR NAK, or responses to
+    /// an earlier READ or atomic are still coming in (acknowledgements
+    /// wait for them). Its period and the health's clock start again;
+    /// its backoff stays.
+    pub fn restart(&mut self, now: u64) {
+        self.started_us = now;
+        self.charge_from_us = now;
+    }
+
+    /// The session got a fresh 5-tuple at `now`: a new path, a new timer.
+    pub fn reset(&mut self, now: u64) {
+        *self = QuietTimer {
+            started_us: now,
+            charge_from_us: now,
+            backoff: 0,
+        };
+    }
+
     /// The period the timer runs for now: `est_rto_us` (the session's RTO
     /// estimate) at least [`MIN_PERIOD_US`], doubled per expiry, at most
     /// half of `qp_rto_us` ([`MAX_PERIOD_US`] if the QP waits forever);
     /// that most if the session has no RTT sample yet (a session whose
-    /// messages all moved partway to another gives none). `None` when
-    /// even the minimum is not below that: the transport timer is as
-    /// quick.
+    /// messages all moved partway to another gives none). `None` (no
+    /// timer) when even the minimum is above that (the transport timer is
+    /// as quick), or the estimate is: the path's round trips (a deep
+    /// queue) are too long for a silence that short to tell a loss from
+    /// a delay.
     pub fn period_us(&self, est_rto_us: Option<u64>, qp_rto_us: Option<u64>) -> Option<u64> {
         let cap = qp_rto_us.map_or(MAX_PERIOD_US, |r| r / 2);
-        if cap < MIN_PERIOD_US {
+        if cap < MIN_PERIOD_US || est_rto_us.is_some_and(|e| e > cap) {
             return None;
         }
         let base = est_rto_us.unwrap_or(cap).max(MIN_PERIOD_US);
-        Some(
-            base.checked_shl(u32::from(self.backoff))
-                .unwrap_or(u64::MAX)
-                .min(cap),
-        )
+        Some(base.saturating_mul(1 << self.backoff).min(cap))
     }
 
     /// When the running period ends, for `period_us` (see
@@ -150,12 +167,21 @@ mod tests {
         assert_eq!(t.period_us(Some(100), Some(67_000)), Some(MIN_PERIOD_US));
         assert_eq!(t.period_us(None, Some(67_000)), Some(33_500));
         assert_eq!(t.period_us(Some(12_000), Some(67_000)), Some(12_000));
-        // At most half the QP's RTO.
-        assert_eq!(t.period_us(Some(200_000), Some(67_000)), Some(33_500));
+        // At most half the QP's RTO; an estimate above it: no timer.
+        assert_eq!(t.period_us(Some(33_500), Some(67_000)), Some(33_500));
+        assert_eq!(t.period_us(Some(200_000), Some(67_000)), None);
         // A QP RTO too short for the minimum: the transport timer alone.
         assert_eq!(t.period_us(Some(100), Some(8_000)), None);
         // Waiting forever: bounded all the same.
-        assert_eq!(t.period_us(Some(5_000_000), None), Some(MAX_PERIOD_US));
+        assert_eq!(t.period_us(Some(500_000), None), Some(500_000));
+        assert_eq!(t.period_us(Some(5_000_000), None), None);
+        // Backed off as far as it goes: still the most.
+        let mut t = QuietTimer::new();
+        for _ in 0..20 {
+            let _ = t.on_expired(0, None);
+        }
+        assert_eq!(t.period_us(Some(900_000), None), Some(MAX_PERIOD_US));
+        assert_eq!(t.period_us(None, Some(67_000)), Some(33_500));
     }
 
     #[test]
