@@ -127,12 +127,12 @@ pub(in crate::sroce::rc) fn resend_stranded(
 /// would show them lost, and the QP's transport timer would wait a whole
 /// RTO. The session's window drops to the minimum; after a whole RTO of
 /// silence its health is charged a timeout. (Going back N resends
-/// everything anyway.)
+/// everything anyway; an RNR wait restarts the timers.)
 pub(in crate::sroce::rc) fn resend_quiet(qp: &Qp<SroceDevice>, inner: &mut QpInner, now_us: u64) {
     let QpInner { rc, routes, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
     let rc: &mut RcState = rc;
-    if rc.sq.resending() {
+    if rc.sq.resending() || rc.sq.waiting_rnr() {
         return;
     }
     let Some(sprayer) = rc.mp.sprayer.as_mut() else {
