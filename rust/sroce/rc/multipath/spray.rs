@@ -106,19 +106,7 @@ pub(in crate::sroce::rc) fn resend_stranded(
     if down == 0 || rc.sessions.up_ids().next().is_none() {
         return;
     }
-    let mut lost = core::mem::take(&mut sprayer.lost);
-    lost.clear();
-    let stranded = sprayer.board.strand(down, |psn| {
-        let _ = lost.push_within_capacity(psn);
-    });
-    if stranded != 0 {
-        let oldest = rc.sq.oldest_tag();
-        rc.sessions.failover_began(oldest);
-    }
-    resend(qp, routes, rc, &lost, false, 0, now_us);
-    if let Some(s) = rc.mp.sprayer.as_mut() {
-        s.lost = lost;
-    }
+    strand_and_resend(qp, routes, rc, down, 0, now_us);
 }
 
 /// Resends, on other live sessions, the packets in flight on each Up
@@ -166,19 +154,37 @@ pub(in crate::sroce::rc) fn resend_quiet(qp: &Qp<SroceDevice>, inner: &mut QpInn
             let _ = rc.sessions.session_timeout(SessionId(id), now_us);
         }
     }
+    // Never onto a session whose timer expired too (all of them: the
+    // transport timer goes back N later).
+    strand_and_resend(qp, routes, rc, expired, expired, now_us);
+}
+
+/// Presumes lost the packets in flight on the sessions of `mask` (bit
+/// `i`: session `i`) and resends them at once on live sessions not in
+/// `except`; the resend is timed as a failover (until the next
+/// completion). Losses charged to no one: those paths failed or fell
+/// silent, which their health and windows answer.
+fn strand_and_resend(
+    qp: &Qp<SroceDevice>,
+    routes: &mut RouteCache,
+    rc: &mut RcState,
+    mask: u64,
+    except: u64,
+    now_us: u64,
+) {
+    let Some(sprayer) = rc.mp.sprayer.as_mut() else {
+        return;
+    };
     let mut lost = core::mem::take(&mut sprayer.lost);
     lost.clear();
-    let stranded = sprayer.board.strand(expired, |psn| {
+    let stranded = sprayer.board.strand(mask, |psn| {
         let _ = lost.push_within_capacity(psn);
     });
     if stranded != 0 {
-        // Timed as a failover of those packets: until the next completion.
         let oldest = rc.sq.oldest_tag();
         rc.sessions.failover_began(oldest);
     }
-    // Never onto a session whose timer expired too (all of them: the
-    // transport timer goes back N later).
-    resend(qp, routes, rc, &lost, false, expired, now_us);
+    resend(qp, routes, rc, &lost, false, except, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
