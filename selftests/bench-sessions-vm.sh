@@ -6,7 +6,9 @@
 # equal links, with 64 KiB and 1 MiB messages; one QP over links of
 # unequal rate against their sum), one QP's goodput with 1% loss
 # on one link against rxe's, and the failover time when one path is cut
-# mid-transfer. A benchmark: prints, asserts nothing.
+# mid-transfer. Throughputs are medians of SROCE_BENCH_REPEATS runs
+# (default 3; every run's figure is printed beside). A benchmark: prints,
+# asserts nothing.
 set -uo pipefail
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 # shellcheck source=lib.sh
@@ -108,42 +110,55 @@ write_bw() {
 	awk -v s="$size" '$1 == s && NF >= 4 { v = $4 } END { print (v == "" ? "n/a" : v) }' "$TEST_TMP/cli"
 }
 
+# measure NAME QPS [...]: write_bw QPS ... $REPEATS times; NAME gets the
+# median (a failed run counts as the lowest), RUNS[NAME] every figure.
+REPEATS=${SROCE_BENCH_REPEATS:-3}
+declare -A RUNS
+measure() {
+	local name=$1 i
+	shift
+	local -a all=()
+	for ((i = 0; i < REPEATS; i++)); do all+=("$(write_bw "$@")"); done
+	RUNS[$name]="${all[*]}"
+	printf -v "$name" '%s' "$(printf '%s\n' "${all[@]}" | sed 's#^n/a$#-1#' | sort -g |
+		awk '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; print (m < 0 ? "n/a" : m) }')"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "n/a" }'; }
 # Two QPs: with one session each both may hash onto one link; with two
 # sessions each, the hash policy puts consecutive QPs on different links.
 group 1 hash on
-one2=$(write_bw 2)
+measure one2 2
 group 2 hash on
-two2=$(write_bw 2)
+measure two2 2
 # The same two QPs each spreading over both links (multipath transport,
 # least-outstanding): where the hash put them no longer matters.
 group 2 least-outstanding off
-two2_lo=$(write_bw 2)
+measure two2_lo 2
 # One QP: round-robin per message over two links; the two sroce peers
 # agree on the multipath transport (the responder holds what arrives
 # early, SACKs; selective resends).
 group 1 hash on
-one1=$(write_bw 1)
+measure one1 1
 group 2 round-robin off
-two1=$(write_bw 1)
+measure two1 1
 # One QP, 1 MiB messages (1024 packets, more than a session's congestion
 # window): each message continues on the other session when its own
 # window is full (flowlets within a message).
 group 1 hash on
-one1_big=$(BW_SIZE=1048576 write_bw 1)
+BW_SIZE=1048576 measure one1_big 1
 group 2 round-robin off
-two1_big=$(BW_SIZE=1048576 write_bw 1)
+BW_SIZE=1048576 measure two1_big 1
 # Links of unequal rate: one session on v shaped to each rate, then one QP
 # over both (least-outstanding: each session gets messages as its queue
 # drains) against the sum.
 SLOW_RATE=${SROCE_BENCH_SLOW_RATE:-20mbit}
 group 1 hash on
 shape v "$SLOW_RATE"
-one_slow=$(write_bw 1)
+measure one_slow 1
 shape v "$RATE"
 shape w "$SLOW_RATE"
 group 2 least-outstanding off
-uneq=$(write_bw 1)
+measure uneq 1
 shape w "$RATE"
 sum_uneq=$(awk -v a="$one1" -v b="$one_slow" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a + b; else print "n/a" }')
 # 1% loss on link v (h2 to h1): sroce one QP over both links, and with one
@@ -151,9 +166,9 @@ sum_uneq=$(awk -v a="$one1" -v b="$one_slow" 'BEGIN { if (a + 0 > 0 && b + 0 > 0
 LOSS=${SROCE_BENCH_LOSS:-1%}
 shape v "$RATE" "$LOSS"
 group 2 round-robin off
-lossy_two=$(write_bw 1)
+measure lossy_two 1
 group 1 hash on
-lossy_one=$(write_bw 1)
+measure lossy_one 1
 shape v "$RATE"
 
 # (The shaper's queue holds the perftest window, 128 x 64 KiB: RoCE
@@ -272,30 +287,30 @@ if [[ -f ${RXE_KO:-} ]]; then
 	wait_port_active rxe2
 	r1=$(gid_index rxe1 10.77.1.1) r2=$(gid_index rxe2 10.77.1.2)
 	shape v "$RATE" "$LOSS"
-	lossy_rxe=$(write_bw 1 rxe1 "$r1" rxe2 "$r2" 10.77.1.1)
+	measure lossy_rxe 1 rxe1 "$r1" rxe2 "$r2" 10.77.1.1
 	shape v "$RATE"
 	for d in rxe1 rxe2; do rdma link delete "$d" 2>/dev/null; done
 	unload_rxe
 fi
 
 echo
-printf '%-58s %s\n' "2 QPs, 1 session each (MB/s)" "$one2"
-printf '%-58s %s\n' "2 QPs, 2 sessions each, hash (MB/s)" "$two2"
+printf '%-58s %s  [%s]\n' "2 QPs, 1 session each (MB/s)" "$one2" "${RUNS[one2]:-}"
+printf '%-58s %s  [%s]\n' "2 QPs, 2 sessions each, hash (MB/s)" "$two2" "${RUNS[two2]:-}"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one2" "$two2")"
-printf '%-58s %s\n' "2 QPs, 2 sessions each, multipath, least-outst. (MB/s)" "$two2_lo"
+printf '%-58s %s  [%s]\n' "2 QPs, 2 sessions each, multipath, least-outst. (MB/s)" "$two2_lo" "${RUNS[two2_lo]:-}"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one2" "$two2_lo")"
-printf '%-58s %s\n' "1 QP, 1 session (MB/s)" "$one1"
-printf '%-58s %s\n' "1 QP, 2 sessions, multipath, round-robin (MB/s)" "$two1"
+printf '%-58s %s  [%s]\n' "1 QP, 1 session (MB/s)" "$one1" "${RUNS[one1]:-}"
+printf '%-58s %s  [%s]\n' "1 QP, 2 sessions, multipath, round-robin (MB/s)" "$two1" "${RUNS[two1]:-}"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one1" "$two1")"
-printf '%-58s %s\n' "1 QP, 1 session, 1 MiB messages (MB/s)" "$one1_big"
-printf '%-58s %s\n' "1 QP, 2 sessions, multipath, 1 MiB messages (MB/s)" "$two1_big"
+printf '%-58s %s  [%s]\n' "1 QP, 1 session, 1 MiB messages (MB/s)" "$one1_big" "${RUNS[one1_big]:-}"
+printf '%-58s %s  [%s]\n' "1 QP, 2 sessions, multipath, 1 MiB messages (MB/s)" "$two1_big" "${RUNS[two1_big]:-}"
 printf '%-58s %s (goal >= 1.8)\n' "  ratio" "$(ratio "$one1_big" "$two1_big")"
-printf '%-58s %s\n' "1 QP, 1 session, link at $SLOW_RATE (MB/s)" "$one_slow"
-printf '%-58s %s\n' "1 QP, 2 sessions, links at $RATE + $SLOW_RATE, least-outst. (MB/s)" "$uneq"
+printf '%-58s %s  [%s]\n' "1 QP, 1 session, link at $SLOW_RATE (MB/s)" "$one_slow" "${RUNS[one_slow]:-}"
+printf '%-58s %s  [%s]\n' "1 QP, 2 sessions, links at $RATE + $SLOW_RATE, least-outst. (MB/s)" "$uneq" "${RUNS[uneq]:-}"
 printf '%-58s %s (goal >= 0.9)\n' "  ratio to the sum of one session on each ($sum_uneq)" "$(ratio "$sum_uneq" "$uneq")"
-printf '%-58s %s\n' "$LOSS loss on v: sroce 1 QP, 2 sessions, multipath (MB/s)" "$lossy_two"
-printf '%-58s %s\n' "$LOSS loss on v: sroce 1 QP, 1 session on v (MB/s)" "$lossy_one"
-printf '%-58s %s\n' "$LOSS loss on v: rxe 1 QP on v (MB/s)" "$lossy_rxe"
+printf '%-58s %s  [%s]\n' "$LOSS loss on v: sroce 1 QP, 2 sessions, multipath (MB/s)" "$lossy_two" "${RUNS[lossy_two]:-}"
+printf '%-58s %s  [%s]\n' "$LOSS loss on v: sroce 1 QP, 1 session on v (MB/s)" "$lossy_one" "${RUNS[lossy_one]:-}"
+printf '%-58s %s  [%s]\n' "$LOSS loss on v: rxe 1 QP on v (MB/s)" "$lossy_rxe" "${RUNS[lossy_rxe]:-}"
 printf '%-58s %s (goal >= 2)\n' "  ratio sroce multipath / rxe" "$(ratio "$lossy_rxe" "$lossy_two")"
 printf '%-58s %s ms (RTO 67 ms: perftest timeout 14)\n' "failover: cut to session reported down" "$detect"
 printf '%-58s %s ms\n' "failover: cut to 100 packets on the live session" "$resume"

@@ -9,6 +9,8 @@
 #   SROCE_BENCH_SLOW_RATE=R  the slower link of the unequal case (20mbit)
 #   SROCE_BENCH_LOSS=P       loss on one link in the loss case (1%)
 #   SROCE_BENCH_SECS=N       seconds per throughput run (default 8)
+#   SROCE_BENCH_REPEATS=N    runs per throughput figure, median printed
+#                            (default 3)
 #   SROCE_BENCH_FLAPS=N      link flaps in the flap stream (default 4; 0: none)
 #   SROCE_BENCH_RPS=MASK     receive flow steering on the veths (default every
 #                            CPU, as a NIC's RSS keeps a flow on one CPU; 0: off)
