@@ -12,6 +12,9 @@
 #   SROCE_BENCH_BYTES=N    bytes a bandwidth case moves (default 8 MiB; the
 #                          iterations are that over the size, 20..2000)
 #   SROCE_BENCH_LAT_ITERS  iterations of a latency case (default 500)
+#   SROCE_BENCH_MAX_ITERS  iterations of a bandwidth case at most (default
+#                          2000; more for a profile of small messages, whose
+#                          2000 take a fraction of a second)
 #   SROCE_BENCH_CASES=ERE  only the cases whose "tool size" matches
 #   SROCE_BENCH_KO_B=PATH  also run another build of sroce.ko (e.g. the code
 #                          before a change) as a third provider, "sroce_b",
@@ -31,6 +34,7 @@ echo "sroce bench: $(uname -r), $(nproc) CPUs"
 ROUNDS=${SROCE_BENCH_ROUNDS:-3}
 BYTES=${SROCE_BENCH_BYTES:-8388608}
 LAT_ITERS=${SROCE_BENCH_LAT_ITERS:-500}
+MAX_ITERS=${SROCE_BENCH_MAX_ITERS:-2000}
 CASES=${SROCE_BENCH_CASES:-.}
 PROFILE=${SROCE_BENCH_PROFILE:-0}
 KO_B=${SROCE_BENCH_KO_B:-}
@@ -65,7 +69,7 @@ iterations() { # TOOL SIZE
 		echo "$LAT_ITERS"
 	else
 		local n=$((BYTES / $2))
-		((n > 2000)) && n=2000
+		((n > MAX_ITERS)) && n=$MAX_ITERS
 		((n < 20)) && n=20
 		echo "$n"
 	fi
@@ -311,6 +315,9 @@ if [[ $PROFILE == 1 ]]; then
 		echo "== profile ${f##*/perf-}: share of samples by symbol (all CPUs, self time)"
 		perf report -i "$f" --kallsyms="/tmp/kallsyms-$type" --stdio --no-children --sort dso,sym -g none \
 			--percent-limit 0.5 2>&1 | grep -v '^#' | grep -v '^$' | "$demangle" | head -n 40 || true
+		echo "-- kernel and module symbols by self time"
+		perf report -i "$f" --kallsyms="/tmp/kallsyms-$type" --stdio --no-children --sort dso,sym -g none \
+			--percent-limit 0.2 2>&1 | grep -F '[k]' | "$demangle" | head -n 50 || true
 		echo "-- inclusive (with callees) share of the kernel's stages"
 		perf report -i "$f" --kallsyms="/tmp/kallsyms-$type" --stdio --children --sort sym -g none 2>&1 |
 			"$demangle" | grep -E "$PROFILE_STAGES" | head -n 40 || true
