@@ -490,12 +490,13 @@ impl<const W: usize> QpSessions<W> {
         }
         // A session back Up starts its window over (what it could carry
         // before it failed says nothing now).
-        for id in 0..MAX_SESSIONS as u8 {
-            if back_up & (1 << id) != 0 {
-                if let Some(w) = self.group.window_mut(SessionId(id)) {
-                    if w.is_active() {
-                        w.start();
-                    }
+        // (Its set bits only: this runs every pass.)
+        while back_up != 0 {
+            let id = back_up.trailing_zeros() as u8;
+            back_up &= back_up - 1;
+            if let Some(w) = self.group.window_mut(SessionId(id)) {
+                if w.is_active() {
+                    w.start();
                 }
             }
         }

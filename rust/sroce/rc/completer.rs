@@ -173,21 +173,26 @@ fn place(
 }
 
 /// Posts the send completions the engine has produced and retires their
-/// ring slots.
-pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+/// ring slots (`now`: the caller's pass's clock).
+pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Instant<Monotonic>) {
     let signal_all = inner.attrs.signal_all;
     let QpInner { rings, rc, .. } = inner;
     let Some(rc) = rc.as_mut() else { return };
-    let now_us = rc.now_us(Instant::<Monotonic>::now());
+    let now_us = rc.now_us(now);
     while let Some(c) = rc.sq.pop_completion() {
         // A local operation went out on no session.
         if c.status == crate::roce::wc::WcStatus::Success && !c.op.is_local() {
             rc.sessions.on_completed(c.tag, now_us);
         }
-        let w = rc
-            .wqes
-            .get_mut(c.tag as usize % SQ_DEPTH)
-            .and_then(Option::take);
+        // What the completion needs, read in place; the slot is emptied
+        // (not moved out: a WQE is 650 bytes).
+        let w = rc.wqes.get_mut(c.tag as usize % SQ_DEPTH).and_then(|slot| {
+            let kept = slot
+                .as_ref()
+                .map(|w| (w.flags.signaled, w.wr_id, w.op.completion(), w.length));
+            *slot = None;
+            kept
+        });
         let mut status = WcStatus::from_code(u32::from(c.status.code()));
         if let Some((tag, s)) = rc.local_error {
             if tag == c.tag {
@@ -199,10 +204,10 @@ pub(crate) fn complete_sends(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         // WQE otherwise refuses the next post).
         rings.send.retire();
         rc.taken = rc.taken.saturating_sub(1);
-        let signaled = w.is_some_and(|w| w.flags.signaled) || signal_all;
+        let signaled = w.is_some_and(|w| w.0) || signal_all;
         if signaled || status != WcStatus::Success {
             let (wr_id, opcode, byte_len) = match w {
-                Some(w) => (w.wr_id, w.op.completion(), w.length),
+                Some((_, wr_id, opcode, length)) => (wr_id, opcode, length),
                 None => (0, WcOpcode::Send, 0),
             };
             let comp = Completion {
@@ -238,7 +243,7 @@ pub(crate) fn enter_error(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
             }
         }
     }
-    complete_sends(qp, inner);
+    complete_sends(qp, inner, Instant::<Monotonic>::now());
     // The failed WQE is the last one taken: every one before it is still
     // in the ring (taken, not completed) and flushes first.
     let failed = inner

@@ -692,9 +692,9 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     }
     // Completions first: the ACKs just received free send-queue slots that
     // this pass's `send` can fill from the ring at once.
-    complete_sends(qp, inner);
+    complete_sends(qp, inner, now);
     send(qp, inner, now);
-    complete_sends(qp, inner);
+    complete_sends(qp, inner, now);
     // Room freed after `send` looked (local operations performed, ACKs that
     // retired the whole window) would otherwise wait for a doorbell or a
     // packet that may never come: a process waiting for a completion of
