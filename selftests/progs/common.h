@@ -155,6 +155,26 @@ static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+/*
+ * Whether the QP's state is `want` within `wait_ms` (read until it is).
+ * An error completion may be visible a moment before the QP's state says
+ * ERR: rxe 7.3 posts the completion, then moves the QP; sroce publishes
+ * the state after the pass that posted it. The verbs do not order the
+ * two, so a test reads the state until it changes, not once.
+ */
+static inline int qp_state_within(struct ibv_qp *qp, enum ibv_qp_state want, long wait_ms)
+{
+	long end = now_ms() + wait_ms;
+
+	for (;;) {
+		if (qp_state(qp) == want)
+			return 1;
+		if (now_ms() >= end)
+			return 0;
+		usleep(200);
+	}
+}
+
 /* Takes whatever reaches cq within a moment and forgets it. */
 static inline void drain(struct ibv_cq *cq)
 {

@@ -769,7 +769,8 @@ static void expect_error(const char *what, uint64_t wr_id, enum ibv_wc_status st
 	if (follow)
 		CHECK(expect_wc(A.scq, follow, IBV_WC_WR_FLUSH_ERR, -1, NULL),
 		      "%s: the WR posted after it is flushed", what);
-	CHECK(qp_state(A.qp) == IBV_QPS_ERR, "%s: the requester's QP is in ERR", what);
+	CHECK(qp_state_within(A.qp, IBV_QPS_ERR, scaled_ms(1000)),
+	      "%s: the requester's QP is in ERR", what);
 	CHECK(post_send(&A, &wr) == 0 && expect_wc(A.scq, 99, IBV_WC_WR_FLUSH_ERR, -1, NULL),
 	      "%s: a WR posted in ERR is flushed", what);
 	CHECK(quiet(A.scq), "%s: nothing more on the requester's CQ", what);
@@ -870,7 +871,8 @@ static void test_errors(void)
 		      rxe_b ? "IBV_WC_LOC_QP_OP_ERR (rxe)" : "IBV_WC_LOC_LEN_ERR");
 		CHECK(expect_wc(B.rcq, 241, IBV_WC_WR_FLUSH_ERR, -1, NULL),
 		      "receive too small: the next receive is flushed");
-		CHECK(qp_state(B.qp) == IBV_QPS_ERR, "receive too small: the receiver's QP is in ERR");
+		CHECK(qp_state_within(B.qp, IBV_QPS_ERR, scaled_ms(1000)),
+		      "receive too small: the receiver's QP is in ERR");
 	}
 
 	/* And a connection still works afterwards. */
