@@ -159,8 +159,9 @@ static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
  * Whether the QP's state is `want` within `wait_ms` (read until it is).
  * An error completion may be visible a moment before the QP's state says
  * ERR: rxe 7.3 posts the completion, then moves the QP; sroce publishes
- * the state after the pass that posted it. The verbs do not order the
- * two, so a test reads the state until it changes, not once.
+ * the state later in the pass that posted it (a process sees the
+ * completion in its mapped ring at once). The verbs do not order the two,
+ * so a test reads the state until it changes, not once.
  */
 static inline int qp_state_within(struct ibv_qp *qp, enum ibv_qp_state want, long wait_ms)
 {
