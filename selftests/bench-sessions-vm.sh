@@ -111,7 +111,7 @@ write_bw() {
 }
 
 # measure NAME QPS [...]: write_bw QPS ... $REPEATS times; NAME gets the
-# median (a failed run counts as the lowest), RUNS[NAME] every figure.
+# median (a failed run counts as 0), RUNS[NAME] every figure.
 REPEATS=${SROCE_BENCH_REPEATS:-3}
 declare -A RUNS
 measure() {
@@ -120,8 +120,11 @@ measure() {
 	local -a all=()
 	for ((i = 0; i < REPEATS; i++)); do all+=("$(write_bw "$@")"); done
 	RUNS[$name]="${all[*]}"
-	printf -v "$name" '%s' "$(printf '%s\n' "${all[@]}" | sed 's#^n/a$#-1#' | sort -g |
-		awk '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; print (m < 0 ? "n/a" : m) }')"
+	local med
+	# A failed run counts as 0 (the lowest); a median of 0 is n/a.
+	read -r med _ <<<"$(printf '%s\n' "${all[@]}" | sed 's#^n/a$#0#' | median_spread)"
+	[[ $med == 0 ]] && med=n/a
+	printf -v "$name" '%s' "$med"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "n/a" }'; }
 # Two QPs: with one session each both may hash onto one link; with two

@@ -211,18 +211,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 done
 
-# median_spread: "median spread%" of the numbers on stdin, one per line,
-# or "n/a".
-median_spread() {
-	sort -g | awk '{ v[++n] = $1 }
-		END {
-			if (n == 0) { print "n/a"; exit }
-			med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-			spread = med > 0 ? 100 * (v[n] - v[1]) / med : 0
-			printf "%.4g %.0f\n", med, spread
-		}'
-}
-
 # stats FIELD LINES: median and spread of field FIELD over the rounds'
 # lines (n/a rounds left out).
 stats() {

@@ -773,3 +773,15 @@ check_verbs_program() {
 	unload_sroce
 	! module_loaded "$MOD_NAME" || fail "module still loaded after $prog"
 }
+
+# median_spread: "median spread%" of the numbers on stdin, one per line,
+# or "n/a" (the benchmarks' summary of repeated runs).
+median_spread() {
+	sort -g | awk '{ v[++n] = $1 }
+		END {
+			if (n == 0) { print "n/a"; exit }
+			med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			spread = med > 0 ? 100 * (v[n] - v[1]) / med : 0
+			printf "%.4g %.0f\n", med, spread
+		}'
+}
