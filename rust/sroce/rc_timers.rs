@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The two requester timers of an RC QP: the transport (local ACK) timer,
-//! from the QP's `timeout` attribute, and the RNR timer, from an RNR NAK.
+//! The requester timers of an RC QP: the transport (local ACK) timer, from
+//! the QP's `timeout` attribute; the RNR timer, from an RNR NAK; and the
+//! ACK request, for packets of unsignaled messages that no packet asked to
+//! have acknowledged when sending paused.
 //!
 //! Both are deadlines kept here and checked by the QP's work item; one
 //! high-resolution timer per QP only wakes the work item. The timer is
@@ -13,6 +15,7 @@
 use super::rc::QpShared;
 use crate::roce::{
     completer::Action,
+    psn::Psn,
     requester::{SendQueueWith, SlotStore},
     timer,
 };
@@ -37,6 +40,12 @@ fn not_after(a: Now, b: Now) -> bool {
 /// health (probes, stalls), in µs.
 const SESSION_POLL_US: i64 = 10_000;
 
+/// How long sending must pause before packets left without an ACK request
+/// are asked about, in µs (at most half the transport timer's period):
+/// long enough that a stream of unsignaled messages reaches its next
+/// request first, short against any timeout a user would set.
+const ACK_REQUEST_DELAY_US: i64 = 1_000;
+
 /// The requester's deadlines and the QP's wake-up timer.
 pub(crate) struct RcTimers {
     /// Transport timer period; `None` when the `timeout` attribute is 0
@@ -48,6 +57,10 @@ pub(crate) struct RcTimers {
     rnr_at: Option<Now>,
     /// When the session health is next polled.
     poll_at: Option<Now>,
+    /// When to ask for the ACK of packets none asked for, and the send
+    /// queue's next PSN when that was decided (a new message pushes it
+    /// later: sending has not paused).
+    ack_request_at: Option<(Now, Psn)>,
     /// Expiry the wake-up timer was last started with.
     armed_at: Option<Now>,
     /// The started wake-up timer; dropping it cancels the timer (and waits
@@ -64,6 +77,7 @@ impl RcTimers {
             transport_at: None,
             rnr_at: None,
             poll_at: None,
+            ack_request_at: None,
             armed_at: None,
             handle: None,
         }
@@ -93,6 +107,16 @@ impl RcTimers {
         if self.transport_at.is_some_and(|t| not_after(t, now)) {
             self.transport_at = None;
             return sq.has_unacked() && !sq.waiting_rnr();
+        }
+        false
+    }
+
+    /// Whether the ACK request is due at `now` (taken: the caller asks,
+    /// `rc::requester::request_ack`).
+    pub(crate) fn ack_request_due(&mut self, now: Now) -> bool {
+        if self.ack_request_at.is_some_and(|(t, _)| not_after(t, now)) {
+            self.ack_request_at = None;
+            return true;
         }
         false
     }
@@ -142,6 +166,16 @@ impl RcTimers {
                 self.transport_at = self.period.map(|p| now + p);
             }
         }
+        if !sq.wants_ack_request() {
+            self.ack_request_at = None;
+        } else {
+            let next = sq.next_psn();
+            if self.ack_request_at.is_none_or(|(_, at)| at != next) {
+                let half = self.period.map_or(i64::MAX, |p| p.as_nanos() / 2);
+                let delay = Delta::from_nanos((ACK_REQUEST_DELAY_US * 1000).min(half));
+                self.ack_request_at = Some((now + delay, next));
+            }
+        }
         let earliest = |a: Option<Now>, b: Option<Now>| match (a, b) {
             (Some(a), Some(b)) => Some(if not_after(a, b) { a } else { b }),
             (a, b) => a.or(b),
@@ -150,7 +184,10 @@ impl RcTimers {
             wake_in_us.map(|us| now + Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX)));
         let due = earliest(
             earliest(self.transport_at, self.rnr_at),
-            earliest(self.poll_at, wake_at),
+            earliest(
+                earliest(self.poll_at, wake_at),
+                self.ack_request_at.map(|(t, _)| t),
+            ),
         );
         let Some(due) = due else {
             // A wake-up left armed finds nothing due: harmless.

@@ -18,6 +18,8 @@ enum ReqEvent {
     Timeout,
     RnrTimer,
     Pop,
+    /// The driver's probe for packets no ACK was asked for.
+    AckRequest,
 }
 
 fn response_kind() -> impl Strategy<Value = ResponseKind> {
@@ -60,6 +62,7 @@ fn req_event() -> impl Strategy<Value = ReqEvent> {
         Just(ReqEvent::Timeout),
         Just(ReqEvent::RnrTimer),
         Just(ReqEvent::Pop),
+        Just(ReqEvent::AckRequest),
     ]
 }
 
@@ -76,6 +79,7 @@ proptest! {
         mtu in mtu(),
         first in prop_oneof![any::<u32>().prop_map(Psn::new), Just(Psn::MAX)],
         retry in 0u8..8, rnr in 0u8..8, max_rd in 0u8..4, window in 0u32..64,
+        coalesce in 1u32..20,
     ) {
         let mut cfg = RequesterConfig::new(mtu);
         cfg.retry_cnt = retry;
@@ -83,13 +87,15 @@ proptest! {
         cfg.max_rd_atomic = max_rd;
         cfg.max_unacked_psns = window;
         cfg.ack_interval = 3;
+        cfg.ack_coalesce = coalesce;
         let mut sq = SendQueue::<8>::new(cfg, first);
         let mut tag = 0u32;
         let mut popped: Vec<u32> = Vec::new();
         for e in events {
             match e {
                 ReqEvent::Post(op, len, fence) => {
-                    if sq.post(SendWqe { tag, op, len, fence }).is_ok() {
+                    let signaled = tag % 3 == 0;
+                    if sq.post(SendWqe { tag, op, len, fence, signaled }).is_ok() {
                         tag += 1;
                     }
                 }
@@ -117,6 +123,23 @@ proptest! {
                 ReqEvent::Pop => {
                     while let Some(c) = sq.pop_completion() {
                         popped.push(c.tag);
+                    }
+                }
+                ReqEvent::AckRequest => {
+                    let wanted = sq.wants_ack_request();
+                    let p = sq.ack_request_packet();
+                    prop_assert!(wanted || p.is_none());
+                    if let Some(p) = p {
+                        // The newest packet sent, once more, asking.
+                        prop_assert!(p.ack_req && p.retransmit);
+                        prop_assert!(!matches!(
+                            p.operation,
+                            Operation::RdmaReadRequest
+                                | Operation::CompareSwap
+                                | Operation::FetchAdd
+                                | Operation::AtomicWrite
+                        ));
+                        prop_assert!(!sq.wants_ack_request());
                     }
                 }
             }

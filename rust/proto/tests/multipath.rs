@@ -547,6 +547,7 @@ fn run(s: &Setup, ops: &[Op]) -> Run {
                 op,
                 len,
                 fence,
+                signaled: true,
             })
             .unwrap();
             next_post += 1;
@@ -1653,6 +1654,7 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
                 op,
                 len,
                 fence,
+                signaled: true,
             })
             .unwrap();
             next_post += 1;
@@ -2047,6 +2049,7 @@ fn resending_is_false_before_a_new_request() {
             op,
             len,
             fence,
+            signaled: true,
         })
         .unwrap();
     }
@@ -2224,6 +2227,7 @@ fn hello_is_re_acked_like_a_duplicate_by_a_plain_responder() {
             op: WqeOp::Send,
             len: 5,
             fence: false,
+            signaled: true,
         })
         .unwrap();
     }

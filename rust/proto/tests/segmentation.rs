@@ -126,7 +126,7 @@ proptest! {
         let mut firsts = Vec::new();
         for (tag, &(op, len)) in ops.iter().enumerate() {
             let len = if op.has_8_byte_operand() { 8 } else { len };
-            sq.post(SendWqe { tag: tag as u32, op, len, fence: false }).unwrap();
+            sq.post(SendWqe { tag: tag as u32, op, len, fence: false , signaled: true}).unwrap();
             firsts.push(expect);
             expect += MessagePlan::new(op, len, mtu).unwrap().psn_count();
         }

@@ -108,6 +108,9 @@ struct Op {
     swap_add: u64,
     compare: u64,
     fence: bool,
+    /// Whether its completion is wanted (the requester may leave the ACK
+    /// of an unsignaled SEND or WRITE to a later packet or a probe).
+    signaled: bool,
 }
 
 fn build_pkt(h: &Headers, payload: &[u8]) -> Vec<u8> {
@@ -486,6 +489,9 @@ struct Scenario {
     initial_credits: u32,
     credit_every: u64,
     rto: u64,
+    /// Ticks a pause in sending leaves packets unrequested before the
+    /// driver probes for their ACK.
+    ack_delay: u64,
     max_time: u64,
     /// Page faults per mille of memory accesses on each side (0: none).
     faults: u32,
@@ -498,6 +504,10 @@ struct Outcome2 {
     responder: ResponderNode,
     time: u64,
     retransmits: u64,
+    /// Probes sent for the ACK of unrequested packets.
+    ack_probes: u64,
+    /// Packets from the responder to the requester.
+    responses: u64,
     /// READ requests retried from the middle of the READ.
     read_resumes: u64,
     packets: u64,
@@ -545,6 +555,8 @@ fn run(s: &Scenario) -> Outcome2 {
     let mut next_post = 0usize;
     let mut rtx: Option<u64> = None;
     let mut rnr: Option<u64> = None;
+    let mut ack_request_at: Option<u64> = None;
+    let mut ack_probes = 0u64;
     let mut next_credit = if s.credit_every == 0 {
         u64::MAX
     } else {
@@ -571,6 +583,7 @@ fn run(s: &Scenario) -> Outcome2 {
                 op: o.op,
                 len: o.len,
                 fence: o.fence,
+                signaled: o.signaled,
             })
             .unwrap();
             next_post += 1;
@@ -596,6 +609,19 @@ fn run(s: &Scenario) -> Outcome2 {
             }
             let w = &s.ops[p.tag as usize];
             to_resp.send(now, request_bytes(w, &p), &mut rng);
+        }
+        // Packets no ACK was asked for: a probe once sending has paused.
+        if !sq.wants_ack_request() {
+            ack_request_at = None;
+        } else if ack_request_at.is_some_and(|t| t <= now) {
+            ack_request_at = None;
+            let p = sq.ack_request_packet().expect("the newest packet");
+            assert!(p.ack_req && p.retransmit);
+            assert!(!sq.wants_ack_request(), "a probe asks for everything sent");
+            ack_probes += 1;
+            to_resp.send(now, request_bytes(&s.ops[p.tag as usize], &p), &mut rng);
+        } else if ack_request_at.is_none() {
+            ack_request_at = Some(now + s.ack_delay);
         }
         if sq.has_unacked() && !sq.waiting_rnr() && rtx.is_none() {
             rtx = Some(now + s.rto);
@@ -686,6 +712,7 @@ fn run(s: &Scenario) -> Outcome2 {
                     op: o.op,
                     len: o.len,
                     fence: o.fence,
+                    signaled: o.signaled,
                 })
                 .unwrap();
                 next_post += 1;
@@ -710,6 +737,7 @@ fn run(s: &Scenario) -> Outcome2 {
             to_req.next_time(),
             rtx,
             rnr,
+            ack_request_at,
             (s.credit_every != 0).then_some(next_credit),
             node.busy().then_some(now + 1),
             local_faults.until,
@@ -741,6 +769,8 @@ fn run(s: &Scenario) -> Outcome2 {
         responder: node,
         time: now,
         retransmits,
+        ack_probes,
+        responses: to_req.sent,
         read_resumes,
         packets: to_resp.sent + to_req.sent,
         requester_faults: local_faults.count,
@@ -787,6 +817,7 @@ fn workload(rng: &mut Rng, n: usize, max_len: u32) -> Model {
             swap_add: 0,
             compare: 0,
             fence: false,
+            signaled: true,
         };
         let overlaps =
             |a: u64, l: u64, rr: &Vec<(u64, u64)>| rr.iter().any(|&(b, m)| a < b + m && b < a + l);
@@ -893,6 +924,14 @@ fn scenario(seed: u64, lossy: bool, rnr: bool) -> (Scenario, Model) {
     cfg.rnr_retry = 7;
     cfg.max_unacked_psns = 4 + rng.below(64) as u32;
     cfg.ack_interval = rng.below(8) as u32;
+    // Half the scenarios leave ACKs of unsignaled messages to later ones.
+    if rng.chance(500) {
+        cfg.ack_coalesce = 1 + rng.below(20) as u32;
+    }
+    let mut model = model;
+    for o in &mut model.ops {
+        o.signaled = rng.chance(300);
+    }
     let initial_psn = if rng.chance(500) {
         Psn::new((1 << 24) - 1 - rng.below(40) as u32)
     } else {
@@ -911,6 +950,7 @@ fn scenario(seed: u64, lossy: bool, rnr: bool) -> (Scenario, Model) {
         initial_credits: if rnr { 0 } else { 1_000_000 },
         credit_every: if rnr { 20 + rng.below(100) } else { 0 },
         rto: 200,
+        ack_delay: 5 + rng.below(60),
         max_time: 50_000_000,
         faults: 0,
     };
@@ -1078,6 +1118,7 @@ fn simple(ops: Vec<Op>, tweak: impl FnOnce(&mut Scenario)) -> Outcome2 {
         initial_credits: 1000,
         credit_every: 0,
         rto: 100,
+        ack_delay: 20,
         max_time: 10_000_000,
         faults: 0,
     };
@@ -1096,6 +1137,7 @@ fn send_op(len: u32) -> Op {
         swap_add: 0,
         compare: 0,
         fence: false,
+        signaled: true,
     }
 }
 
@@ -1183,4 +1225,52 @@ fn remote_access_error_flushes() {
     a.remote = 4;
     let o = simple(vec![a], |_| {});
     assert_eq!(o.completions, [(0, WcStatus::RemInvReqErr)]);
+}
+
+fn write_op(len: u32, signaled: bool) -> Op {
+    Op {
+        op: WqeOp::Write,
+        local: vec![0xA5; len as usize],
+        len,
+        remote: 0,
+        rkey: RKEY,
+        imm: 0,
+        swap_add: 0,
+        compare: 0,
+        fence: false,
+        signaled,
+    }
+}
+
+#[test]
+fn unsignaled_writes_share_acks() {
+    // 60 one-packet WRITEs, only the 40th signaled, a queue of 16: every
+    // 8th packet asks for an ACK (half the queue), and the signaled one;
+    // the 4 after the last that asked get their ACK from one probe. Every
+    // WRITE completes, none is resent.
+    let ops: Vec<Op> = (0..60).map(|i| write_op(64, i == 39)).collect();
+    let o = simple(ops, |s| s.cfg.ack_coalesce = 100);
+    assert_eq!(o.completions.len(), 60);
+    assert!(o.completions.iter().all(|&(_, st)| st == WcStatus::Success));
+    assert_eq!(o.retransmits, 0);
+    assert_eq!(o.ack_probes, 1, "only the tail after the last request");
+    assert_eq!(o.responses, 60 / 8 + 1, "one ACK per request and the probe");
+    // As rxe: every message asks.
+    let ops: Vec<Op> = (0..60).map(|i| write_op(64, i == 39)).collect();
+    let o = simple(ops, |_| {});
+    assert_eq!((o.responses, o.ack_probes), (60, 0));
+}
+
+#[test]
+fn unrequested_tail_is_acknowledged_before_the_timeout() {
+    // Three unsignaled WRITEs and nothing after them: the probe, not the
+    // transport timer, brings their ACK.
+    let ops: Vec<Op> = (0..3).map(|_| write_op(100, false)).collect();
+    let o = simple(ops, |s| {
+        s.cfg.ack_coalesce = 16;
+        s.rto = 1000;
+    });
+    assert_eq!(o.completions.len(), 3);
+    assert_eq!((o.retransmits, o.ack_probes, o.responses), (0, 1, 1));
+    assert!(o.time < 1000, "done at t={}", o.time);
 }

@@ -161,6 +161,7 @@ fn run(
                 op: m.op,
                 len: m.data.len() as u32,
                 fence: false,
+                signaled: true,
             })
             .unwrap();
             next += 1;
@@ -259,6 +260,7 @@ fn unacknowledged_queue_refuses_reads_and_atomics() {
             op,
             len,
             fence: false,
+            signaled: true,
         };
         assert_eq!(sq.post(wqe), Err(sroce_proto::Error::InvalidForTransport));
     }

@@ -147,10 +147,14 @@ pub(crate) enum Counter {
     /// Multipath: a session's own retransmit timer expired (its packets
     /// in flight were resent on another session).
     MpSessionTimeouts,
+    /// Requester: packets sent once more only to ask for an ACK: unsignaled
+    /// messages share one (`docs/performance.md`), and those left without
+    /// one when sending paused are asked for by resending the newest.
+    AckRequests,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::MpSessionTimeouts as usize + 1;
+const COUNT: usize = Counter::AckRequests as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -208,6 +212,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"mp_window_full"),
     StatDesc::new(c"mp_flowlet_switches"),
     StatDesc::new(c"mp_session_timeouts"),
+    StatDesc::new(c"ack_requests"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

@@ -181,6 +181,26 @@ pub(super) fn send_duplicate_probe(
     }
 }
 
+/// Sends the newest packet once more, asking for an ACK, if packets are
+/// unacknowledged that no packet asked for (unsignaled messages share
+/// ACKs, and sending paused before the next that asks).
+pub(super) fn request_ack(qp: &Qp<SroceDevice>, routes: &mut RouteCache, rc: &mut RcState) {
+    let Some(p) = rc.sq.ack_request_packet() else {
+        return;
+    };
+    let flow = rc
+        .sessions
+        .resend_flow(None, 0)
+        .map_or(rc.flow, |(_, flow)| flow);
+    let dev = qp.device();
+    let mut burst = io::Burst::new(dev);
+    // Not sent (no memory, or its pages are gone): the transport timer
+    // covers it, as any loss.
+    if send_request(qp, dev, routes, &mut burst, rc, &p, &flow).is_ok() {
+        dev.data().io.counters.inc(Counter::AckRequests);
+    }
+}
+
 /// The requester engine's operation for a WQE.
 pub(super) fn wqe_op(op: SendOp) -> WqeOp {
     match op {
@@ -201,6 +221,7 @@ pub(super) fn wqe_op(op: SendOp) -> WqeOp {
 pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     let dev = qp.device();
     let caps = inner.attrs.caps;
+    let signal_all = inner.attrs.signal_all;
     let sending = matches!(inner.attrs.state, QpState::Rts);
     let QpInner {
         rings,
@@ -250,6 +271,7 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
                 op,
                 len,
                 fence,
+                signaled: wqe.flags.signaled || signal_all,
             });
             note_taken(rc);
             if let Err(e) = posted {
@@ -267,6 +289,13 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
     }
     let now_us = rc.now_us(now);
     let mtu = rc.sq.config().mtu.bytes();
+    // Several sessions keep an ACK per message: their windows, losses and
+    // SACKs are measured by them.
+    rc.sq.set_ack_coalesce(if rc.sessions.is_multi() {
+        1
+    } else {
+        rc.ack_coalesce
+    });
     super::multipath::maybe_hello(dev, routes, rc, now_us);
     // The packets of a message go out together (sent when it is dropped).
     let mut burst = io::Burst::new(dev);

@@ -615,6 +615,7 @@ mod tests {
             op,
             len,
             fence: false,
+            signaled: true,
         })
         .unwrap();
     }
@@ -1064,6 +1065,7 @@ mod tests {
             op: WqeOp::Local,
             len: 0,
             fence: true,
+            signaled: true,
         })
         .unwrap();
         drain(&mut q);

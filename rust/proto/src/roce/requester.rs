@@ -44,6 +44,17 @@ pub struct RequesterConfig {
     /// Set AckReq on every `ack_interval`-th packet of a long message, in
     /// addition to its last packet (0: only the last).
     pub ack_interval: u32,
+    /// Most SEND and RDMA WRITE messages whose completion nobody waits
+    /// for (unsignaled) sent before one asks for an ACK: such a message's
+    /// last packet asks only when it is the `ack_coalesce`-th message, or
+    /// ends a quarter of the PSN window, since the last packet that asked.
+    /// A signaled message, a READ or atomic, a resent packet and the
+    /// periodic requests of a long message always ask. 1 (the default)
+    /// asks at the end of every message, as rxe does. Clamped to half the
+    /// queue's capacity, so unrequested messages alone can fill neither
+    /// the queue nor the window; what is left unrequested when sending
+    /// pauses needs a probe ([`SendQueueWith::wants_ack_request`]).
+    pub ack_coalesce: u32,
     /// Whether the peer acknowledges packets (RC). Without (UC) a request
     /// completes once its last packet is handed out, nothing is ever
     /// unacknowledged or resent, and only SEND and RDMA WRITE (with or
@@ -53,7 +64,8 @@ pub struct RequesterConfig {
 
 impl RequesterConfig {
     /// Defaults like rxe's: one READ/atomic outstanding, 7 retries, RNR
-    /// retry forever, 128 unacknowledged PSNs, AckReq every 64 packets.
+    /// retry forever, 128 unacknowledged PSNs, AckReq every 64 packets and
+    /// at the end of every message.
     pub const fn new(mtu: Mtu) -> Self {
         RequesterConfig {
             mtu,
@@ -62,6 +74,7 @@ impl RequesterConfig {
             rnr_retry: 7,
             max_unacked_psns: 128,
             ack_interval: 64,
+            ack_coalesce: 1,
             acknowledged: true,
         }
     }
@@ -80,6 +93,9 @@ pub struct SendWqe {
     /// `IB_SEND_FENCE`: wait until every earlier READ and atomic has
     /// completed before starting this request.
     pub fence: bool,
+    /// Whether its completion is wanted (signaled, or the QP signals every
+    /// request): its last packet always asks for an ACK.
+    pub signaled: bool,
 }
 
 /// One request packet to send, from [`SendQueue::next_packet`].
@@ -184,6 +200,14 @@ pub struct SendQueueWith<S> {
     pub(super) rnr_left: u8,
     /// Waiting for the RNR timer: nothing is sent.
     pub(super) rnr_wait: bool,
+    /// One past the newest PSN a packet that asked for an ACK covers; an
+    /// ACK is still due for it while it lies in `(una, sent_end]`.
+    pub(super) requested_end: Psn,
+    /// Packets sent for the first time since the last that asked for an
+    /// ACK (see [`RequesterConfig::ack_coalesce`]).
+    pub(super) unrequested: u32,
+    /// Messages whose last packet was among them.
+    pub(super) unrequested_messages: u32,
     /// A retransmission from `una` was started and no progress was made
     /// since: further NAKs for the same loss are ignored.
     pub(super) retrying: bool,
@@ -234,6 +258,9 @@ impl<S: SlotStore> SendQueueWith<S> {
             retry_left: cfg.retry_cnt,
             rnr_left: cfg.rnr_retry,
             rnr_wait: false,
+            requested_end: initial_psn,
+            unrequested: 0,
+            unrequested_messages: 0,
             retrying: false,
             read_resume: None,
             error: false,
@@ -342,6 +369,49 @@ impl<S: SlotStore> SendQueueWith<S> {
         !self.error && self.una != self.sent_end
     }
 
+    /// Whether packets are sent and unacknowledged that no packet asking
+    /// for an ACK covers (a stream of unsignaled messages paused before
+    /// its next request asked): nothing will acknowledge them but a probe
+    /// or the transport timer. The driver waits briefly for the stream to
+    /// go on, then sends [`SendQueueWith::ack_request_packet`] again.
+    pub fn wants_ack_request(&self) -> bool {
+        self.cfg.acknowledged
+            && self.has_unacked()
+            && !self.rnr_wait
+            && !self.resending()
+            && !self.ack_request_in_flight()
+    }
+
+    /// Whether a packet that asked for an ACK lies beyond the oldest
+    /// unacknowledged PSN, up to the newest sent.
+    fn ack_request_in_flight(&self) -> bool {
+        self.una.is_before(self.requested_end) && !self.sent_end.is_before(self.requested_end)
+    }
+
+    /// The newest packet sent, to send once more asking for an ACK when
+    /// [`SendQueueWith::wants_ack_request`]: a duplicate, which a
+    /// responder re-ACKs with its own PSN (sroce) or its newest (rxe),
+    /// either way acknowledging everything sent if it all arrived. Counts
+    /// as asked: the driver sends it (or the transport timer covers what
+    /// it could not). `None` if no ACK is wanted or the newest packet
+    /// cannot be sent alone (a READ's response PSN).
+    pub fn ack_request_packet(&mut self) -> Option<RequestPacket> {
+        if !self.wants_ack_request() {
+            return None;
+        }
+        let newest = self.sent_end.wrapping_add(Psn::MASK);
+        let p = self.packet_at(newest)?;
+        self.requested_end = self.sent_end;
+        self.unrequested = 0;
+        self.unrequested_messages = 0;
+        Some(p)
+    }
+
+    /// Changes [`RequesterConfig::ack_coalesce`] for the next packets.
+    pub fn set_ack_coalesce(&mut self, n: u32) {
+        self.cfg.ack_coalesce = n;
+    }
+
     /// Whether sending is paused until [`SendQueue::on_rnr_timer`].
     pub const fn waiting_rnr(&self) -> bool {
         self.rnr_wait
@@ -396,6 +466,14 @@ impl<S: SlotStore> SendQueueWith<S> {
                 return None;
             }
             let psn = self.cursor_psn;
+            let ends_message = seg.operation.position().ends_message();
+            let ack_req = seg.ack_req
+                && (retransmit
+                    || slot.wqe.signaled
+                    || slot.wqe.op.is_read_or_atomic()
+                    || !ends_message
+                    || self.unrequested_messages.wrapping_add(1) >= self.ack_coalesce()
+                    || self.unrequested.wrapping_add(1) >= self.cfg.max_unacked_psns / 4);
             if next >= slot.plan.psn_count() {
                 self.advance_cursor();
             } else {
@@ -403,6 +481,18 @@ impl<S: SlotStore> SendQueueWith<S> {
             }
             if self.sent_end.is_before(end) {
                 self.sent_end = end;
+            }
+            if ack_req {
+                if self.requested_end.is_before(end) || !self.ack_request_in_flight() {
+                    self.requested_end = end;
+                }
+                self.unrequested = 0;
+                self.unrequested_messages = 0;
+            } else if !retransmit {
+                self.unrequested = self.unrequested.wrapping_add(1);
+                if ends_message {
+                    self.unrequested_messages = self.unrequested_messages.wrapping_add(1);
+                }
             }
             if !self.cfg.acknowledged {
                 // Nobody will acknowledge it: it is done once handed out
@@ -413,7 +503,7 @@ impl<S: SlotStore> SendQueueWith<S> {
                 tag: slot.wqe.tag,
                 psn,
                 operation: seg.operation,
-                ack_req: seg.ack_req,
+                ack_req,
                 offset: seg.offset,
                 payload_len: seg.payload_len,
                 reth: seg.reth,
@@ -635,6 +725,11 @@ impl<S: SlotStore> SendQueueWith<S> {
         self.cfg.ack_interval.min(self.cfg.max_unacked_psns).max(1)
     }
 
+    fn ack_coalesce(&self) -> u32 {
+        let capacity = u32::try_from(self.capacity()).unwrap_or(u32::MAX);
+        self.cfg.ack_coalesce.min(capacity / 2).max(1)
+    }
+
     fn window_allows(&self, end: Psn) -> bool {
         self.una == self.sent_end || self.una.distance_to(end) <= self.cfg.max_unacked_psns
     }
@@ -686,11 +781,128 @@ mod tests {
             op,
             len,
             fence: false,
+            signaled: true,
         }
     }
 
     fn drain<S: SlotStore>(sq: &mut SendQueueWith<S>) -> Vec<RequestPacket> {
         core::iter::from_fn(|| sq.next_packet()).collect()
+    }
+
+    fn unsignaled(tag: u32, op: WqeOp, len: u32) -> SendWqe {
+        SendWqe {
+            signaled: false,
+            ..wqe(tag, op, len)
+        }
+    }
+
+    fn acked_through(sq: &mut SendQueue<8>, psn: u32) {
+        use crate::roce::aeth::Syndrome;
+        use crate::roce::completer::{Response, ResponseKind};
+        let _ = sq.on_response(&Response {
+            psn: Psn::new(psn),
+            kind: ResponseKind::Ack(Syndrome::Ack { credits: 0x1f }),
+        });
+    }
+
+    #[test]
+    fn unsignaled_messages_share_an_ack_request() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 3;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        // Unsignaled: every 3rd message asks; a signaled message and a
+        // READ always ask.
+        sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
+        sq.post(unsignaled(1, WqeOp::Send, 300)).unwrap();
+        sq.post(unsignaled(2, WqeOp::Write, 10)).unwrap();
+        sq.post(wqe(3, WqeOp::Send, 10)).unwrap();
+        sq.post(unsignaled(4, WqeOp::Write, 10)).unwrap();
+        let asks: Vec<bool> = drain(&mut sq).iter().map(|p| p.ack_req).collect();
+        assert_eq!(asks, [false, false, false, true, true, false]);
+        // The last WRITE (PSN 5) is left unrequested, but the ACK the
+        // SEND asked for is still due.
+        assert!(!sq.wants_ack_request());
+        acked_through(&mut sq, 4);
+        assert!(sq.wants_ack_request());
+        let p = sq.ack_request_packet().unwrap();
+        assert_eq!(
+            (p.tag, p.psn, p.ack_req, p.retransmit),
+            (4, Psn::new(5), true, true)
+        );
+        assert!(!sq.wants_ack_request(), "asked once");
+        assert_eq!(sq.ack_request_packet(), None);
+        acked_through(&mut sq, 5);
+        assert!(!sq.has_unacked() && !sq.wants_ack_request());
+        sq.post(unsignaled(5, WqeOp::Read, 10)).unwrap();
+        sq.post(unsignaled(6, WqeOp::FetchAdd, 8)).unwrap();
+        let asks: Vec<bool> = drain(&mut sq).iter().map(|p| p.ack_req).collect();
+        assert_eq!(asks, [true], "max_rd_atomic 1: the atomic waits");
+    }
+
+    #[test]
+    fn ack_requests_as_rxe_by_default() {
+        let mut sq = SendQueue::<8>::new(RequesterConfig::new(Mtu::Mtu256), Psn::ZERO);
+        for tag in 0..4 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+        }
+        assert!(drain(&mut sq).iter().all(|p| p.ack_req));
+        assert!(!sq.wants_ack_request());
+    }
+
+    #[test]
+    fn ack_coalescing_is_bounded_by_the_queue_and_the_window() {
+        // Half the queue's 8 slots.
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 100;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        for tag in 0..8 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+        }
+        let asks: Vec<usize> = drain(&mut sq)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.ack_req.then_some(i))
+            .collect();
+        assert_eq!(asks, [3, 7]);
+        // A quarter of a window of 8 PSNs.
+        cfg.max_unacked_psns = 8;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        for tag in 0..4 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+        }
+        let asks: Vec<bool> = drain(&mut sq).iter().map(|p| p.ack_req).collect();
+        assert_eq!(asks, [false, true, false, true]);
+        // Messages of 3 packets and a window of 16: a message asks once a
+        // quarter of the window (4 packets) went unrequested.
+        cfg.max_unacked_psns = 16;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        for tag in 0..4 {
+            sq.post(unsignaled(tag, WqeOp::Send, 600)).unwrap();
+        }
+        let asks: Vec<usize> = drain(&mut sq)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.ack_req.then_some(i))
+            .collect();
+        assert_eq!(asks, [5, 11]);
+    }
+
+    #[test]
+    fn resent_packets_ask_and_a_paused_stream_waits_for_the_timer_while_resending() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 4;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        for tag in 0..2 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+        }
+        assert!(drain(&mut sq).iter().all(|p| !p.ack_req));
+        assert!(sq.wants_ack_request());
+        let _ = sq.on_timeout();
+        assert!(!sq.wants_ack_request(), "going back N");
+        let resent = drain(&mut sq);
+        assert_eq!(resent.len(), 2);
+        assert!(resent.iter().all(|p| p.retransmit && p.ack_req));
+        assert!(!sq.wants_ack_request());
     }
 
     #[test]
@@ -722,6 +934,7 @@ mod tests {
         sq.post(wqe(1, WqeOp::Read, 8)).unwrap();
         sq.post(SendWqe {
             fence: true,
+            signaled: true,
             ..wqe(2, WqeOp::Send, 8)
         })
         .unwrap();
