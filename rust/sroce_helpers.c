@@ -252,6 +252,11 @@ unsigned int sroce_skb_headlen(const struct sk_buff *skb)
 	return skb_headlen(skb);
 }
 
+bool sroce_skb_is_followed(const struct sk_buff *skb)
+{
+	return skb->next;
+}
+
 unsigned char *sroce_skb_network_header(const struct sk_buff *skb)
 {
 	return skb_network_header(skb);

@@ -51,6 +51,16 @@ impl SkBuff {
         unsafe { (*self.as_raw()).len as usize }
     }
 
+    /// Whether the skb is linked to a next one: on receive, a piece of a
+    /// UDP-segmented datagram that more pieces follow, handed over one by
+    /// one in the same call of the UDP layer (`udp_queue_rcv_skb` walks
+    /// the segment list without unlinking it). A hint only: nothing
+    /// promises that the next piece reaches the caller.
+    pub(crate) fn is_followed(&self) -> bool {
+        // SAFETY: the helper reads a field of a live skb we own.
+        unsafe { bindings::sroce_skb_is_followed(self.as_raw()) }
+    }
+
     /// The linear part from the data pointer on (`skb_headlen` bytes).
     pub(crate) fn data(&self) -> &[u8] {
         // SAFETY: `data` is followed by `skb_headlen` initialised bytes in

@@ -41,9 +41,10 @@ impl OpcodeCounts {
 }
 
 /// The transport engines' entry point for received packets: queued for
-/// the destination QP, and handled at once if nothing was queued before.
-/// Softirq context.
-pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
+/// the destination QP, and handled at once if nothing was queued before;
+/// a piece of a segmented datagram that more pieces `followed` waits for
+/// the pass its last piece runs. Softirq context.
+pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket, followed: bool) {
     // A checked packet has at least a BTH, whose first byte is the opcode.
     if let Some(&opcode) = pkt.head().first() {
         dev.data().rx_opcodes.inc(opcode);
@@ -55,8 +56,12 @@ pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket) {
         .and_then(|qpn| dev.data().qp(qpn));
     let counters = &dev.data().io.counters;
     match qp {
-        Some(qp) => match qp.queue_rx(pkt) {
+        Some(qp) => match qp.queue_rx(pkt, followed) {
             Queued::Lone if qp.receive_now() => counters.inc(Counter::RcvdSoftirqPasses),
+            Queued::Held => {
+                counters.inc(Counter::RcvdSoftirqPasses);
+                counters.inc(Counter::RcvdHeld);
+            }
             Queued::Lone | Queued::Behind => counters.inc(Counter::RcvdWorkerHandoffs),
             Queued::Dropped => counters.inc(Counter::RcvdDropQpFull),
             Queued::Closed => counters.inc(Counter::RcvdDropNoQp),

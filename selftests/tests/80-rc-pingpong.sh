@@ -3,7 +3,8 @@
 # driven by stock rdma-core (ibv_rc_pingpong through the rxe provider):
 # single-packet, page-sized and multi-packet messages (path MTU 1024),
 # payloads validated (-c), packets counted by the port counters, and the
-# lone packets of a ping-pong handled in the receive softirq.
+# lone packets of a ping-pong handled in the receive softirq, the pieces
+# of a segmented datagram in one pass.
 # timeout: 240
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -28,9 +29,10 @@ paths() {
 paths_once() {
 	echo "$(counter sroce1 rcvd_pkts) $(counter sroce1 rcvd_softirq_passes)" \
 		"$(counter sroce1 rcvd_worker_handoffs)" \
-		"$(($(counter sroce1 rcvd_drop_no_qp) + $(counter sroce1 rcvd_drop_qp_full)))"
+		"$(($(counter sroce1 rcvd_drop_no_qp) + $(counter sroce1 rcvd_drop_qp_full)))" \
+		"$(counter sroce1 rcvd_held)"
 }
-read -r r0 soft0 hand0 drop0 < <(paths)
+read -r r0 soft0 hand0 drop0 held0 < <(paths)
 
 # Server on sroce1 (h1), client on sroce2 (h2).
 for size in 1 4096 100000; do
@@ -48,11 +50,16 @@ log "sroce1 sent_pkts $sent0 -> $sent1, rcvd_pkts $rcvd0 -> $rcvd1"
 # several such messages.
 ((sent1 - sent0 >= 2 * 98)) || fail "sroce1 sent only $((sent1 - sent0)) packets"
 ((rcvd1 - rcvd0 >= 2 * 98)) || fail "sroce1 received only $((rcvd1 - rcvd0)) packets"
-read -r r1 soft1 hand1 drop1 < <(paths)
+read -r r1 soft1 hand1 drop1 held1 < <(paths)
 rcvd=$((r1 - r0)) soft=$((soft1 - soft0)) hand=$((hand1 - hand0)) drop=$((drop1 - drop0))
-log "sroce1 rcvd_pkts +$rcvd: rcvd_softirq_passes +$soft, rcvd_worker_handoffs +$hand, dropped +$drop"
+held=$((held1 - held0))
+log "sroce1 rcvd_pkts +$rcvd: rcvd_softirq_passes +$soft (rcvd_held +$held), rcvd_worker_handoffs +$hand, dropped +$drop"
 # Every received packet went one of these ways.
 ((soft + hand + drop == rcvd)) ||
 	fail "softirq passes + worker handoffs + drops ($soft + $hand + $drop) != packets received ($rcvd)"
 # A ping-pong's packets mostly arrive alone, at an idle QP.
 ((soft > 0)) || fail "no received packet was handled in the receive softirq"
+# The 100000-byte SENDs leave as UDP-segmented datagrams: their pieces
+# wait for the pass their datagram's last piece runs (one pass a burst).
+((held > 0 && held <= soft)) ||
+	fail "rcvd_held +$held: pieces of segmented datagrams held for one pass (want 1..$soft)"

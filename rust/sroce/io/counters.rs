@@ -78,7 +78,8 @@ pub(crate) enum Counter {
     /// Memory windows bound (`IBV_WR_BIND_MW`, `ibv_bind_mw`).
     MwBind,
     /// Received packets handled in the receive softirq (they found
-    /// nothing queued before them and the QP idle).
+    /// nothing queued before them and the QP idle, or were pieces of a
+    /// segmented datagram held for the pass its last piece runs).
     RcvdSoftirqPasses,
     /// Received packets left to the QP's work item (queued behind others,
     /// or the QP was busy).
@@ -151,10 +152,14 @@ pub(crate) enum Counter {
     /// messages share one (`docs/performance.md`), and those left without
     /// one when sending paused are asked for by resending the newest.
     AckRequests,
+    /// Of the packets handled in the receive softirq, the pieces of a
+    /// segmented datagram held for the pass its last piece runs (a burst
+    /// costs the QP one pass).
+    RcvdHeld,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::AckRequests as usize + 1;
+const COUNT: usize = Counter::RcvdHeld as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -213,6 +218,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"mp_flowlet_switches"),
     StatDesc::new(c"mp_session_timeouts"),
     StatDesc::new(c"ack_requests"),
+    StatDesc::new(c"rcvd_held"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

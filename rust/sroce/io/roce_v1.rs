@@ -127,7 +127,7 @@ impl FrameHandler for RoceV1Rx {
                 counters.inc(Counter::RcvdPkts);
                 counters.inc(Counter::RcvdRoceV1Pkts);
                 counters.add(Counter::RcvdBytes, (pkt.len() + ICRC_LEN) as u64);
-                recv::receive(&dev, pkt);
+                recv::receive(&dev, pkt, false);
             }
             Err(why) => counters.inc(why),
         }

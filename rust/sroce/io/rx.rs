@@ -43,6 +43,7 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
         return;
     };
     let counters = &dev.data().io.counters;
+    let followed = skb.is_followed();
     match check(skb) {
         Ok(mut pkt) => {
             // Replies go back over the link a request came in on (see
@@ -57,7 +58,7 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
             }
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, (pkt.len() + ICRC_LEN) as u64);
-            recv::receive(&dev, pkt);
+            recv::receive(&dev, pkt, followed);
         }
         Err(why) => counters.inc(why),
     }

@@ -134,9 +134,12 @@ pub(crate) struct QpShared {
 
 /// What became of a received packet offered to a QP.
 pub(crate) enum Queued {
-    /// Queued with nothing before it: the caller handles it
-    /// ([`QpShared::receive_now`]).
+    /// Queued with nothing before it but pieces of its datagram: the
+    /// caller handles them ([`QpShared::receive_now`]).
     Lone,
+    /// A piece of a segmented datagram, queued for the pass of its last
+    /// piece, which follows in the same softirq call.
+    Held,
     /// Queued behind others, for the work item (scheduled).
     Behind,
     /// The queue was full: dropped.
@@ -156,6 +159,10 @@ struct RxQueue {
     backlog: KVVec<RxPacket>,
     /// No more scheduling: the QP is going away.
     closed: bool,
+    /// The queued packets are pieces of one segmented datagram whose last
+    /// piece has not come yet (no pass is scheduled for them: that piece
+    /// runs it, as a lone packet).
+    held: bool,
 }
 
 kernel::impl_has_work! {
@@ -208,6 +215,7 @@ impl QpShared {
                         spare: KVVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?,
                         backlog: KVVec::new(),
                         closed: false,
+                        held: false,
                     },
                     "sroce::qp_rx"
                 ),
@@ -221,11 +229,17 @@ impl QpShared {
         &self.link
     }
 
-    /// Queues a received packet. A lone one (nothing queued before it) is
-    /// left for the caller to handle at once ([`Queued::Lone`]); behind
-    /// others it schedules the work item, which is already due to run.
-    /// Any context.
-    pub(crate) fn queue_rx(self: &Arc<Self>, pkt: RxPacket) -> Queued {
+    /// Queues a received packet. A lone one (nothing queued before it but
+    /// the pieces of its datagram) is left for the caller to handle at
+    /// once ([`Queued::Lone`]); one that more pieces of its datagram
+    /// `followed` waits for the last of them ([`Queued::Held`]): a burst
+    /// costs one pass, not one per packet. Behind others it schedules the
+    /// work item, which is already due to run. Any context.
+    ///
+    /// A held piece whose last piece never comes (dropped before sroce
+    /// sees it) waits for the QP's next packet or pass, as a lost packet
+    /// does for the requester's timer.
+    pub(crate) fn queue_rx(self: &Arc<Self>, pkt: RxPacket, followed: bool) -> Queued {
         let mut q = self.rx.lock();
         if q.closed {
             drop(q);
@@ -233,16 +247,20 @@ impl QpShared {
             drop(pkt);
             return Queued::Closed;
         }
-        let lone = q.packets.is_empty() && q.backlog.is_empty();
+        let lone = q.held || (q.packets.is_empty() && q.backlog.is_empty());
         let refused = q.packets.push_within_capacity(pkt).err();
-        if !lone {
+        let held = lone && followed && refused.is_none();
+        q.held = held;
+        if !lone || (refused.is_some() && !q.packets.is_empty()) {
             // Under the lock, so that `close` cannot miss this queueing.
+            // (Pieces held before a refused one go to the work item.)
             let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
         }
         drop(q);
         // A refused packet is freed outside the IRQ-disabling lock.
         let result = match (&refused, lone) {
             (Some(_), _) => Queued::Dropped,
+            (None, true) if held => Queued::Held,
             (None, true) => Queued::Lone,
             (None, false) => Queued::Behind,
         };
@@ -300,6 +318,7 @@ impl QpShared {
     /// back with [`QpShared::return_batch`].
     pub(crate) fn take_batch(&self) -> KVVec<RxPacket> {
         let mut q = self.rx.lock();
+        q.held = false;
         let spare = core::mem::take(&mut q.spare);
         core::mem::replace(&mut q.packets, spare)
     }
