@@ -530,7 +530,10 @@ pub(crate) fn modify(qp: &Qp<SroceDevice>, c: &QpAttrChange) -> Result {
 type Dropped = (Result, Option<KBox<RcState>>, UdSessions);
 
 /// Applies `c` with the QP locked; `connection` is the connection built
-/// for a transition to RTR.
+/// for a transition to RTR. Not inlined: with what it calls (the error
+/// state's flushes) and `modify`'s copies of the attributes, one frame
+/// came near `CONFIG_FRAME_WARN` (`tools/check-frames.sh`).
+#[inline(never)]
 fn modify_locked(
     qp: &Qp<SroceDevice>,
     inner: &mut QpInner,

@@ -432,7 +432,10 @@ pub(crate) const RX_FLOWS: usize = 8;
 pub(crate) type RxFlows = ReceiveFilter<1, RX_FLOWS>;
 
 impl RcState {
-    /// A connection as the attributes at RTR describe it.
+    /// A connection as the attributes at RTR describe it. Not inlined: its
+    /// frame (the connection's parts built before they are boxed) stays
+    /// out of `modify_qp`'s.
+    #[inline(never)]
     pub(crate) fn new(
         dev: &Device<SroceDevice>,
         qpn: u32,
