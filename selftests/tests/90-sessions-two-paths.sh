@@ -250,13 +250,24 @@ print(len(s), sorted(x["session"] for x in s), {x["policy"] for x in s}, {(x["sr
       all(x["tx_packets"] > 0 and x["sport"] > 0 for x in s))' "$qpn" <<<"$json") ||
 	fail "session show -j is not a JSON array of sessions: $json"
 assert_eq "2 [0, 1] {'round-robin'} {('10.77.9.2', '10.77.9.1', 4791)} True" "$got" "session show -j"
-# The group in the RDMA core's resource dump (driver attributes).
-res=$(rdma -dd resource show qp link sroce2/1 lqpn "$qpn" 2>&1 || true)
+# The group in the RDMA core's resource dump (driver attributes). Two
+# sroce peers with two sessions agree on the multipath transport
+# (90-sessions-multipath): the cut below happens with it on. The
+# agreement takes the responder's work item and a later hello (up to 2 s
+# of them), which a busy VM may not have finished when both links carry
+# the stream: read until it shows, at most 10 s.
+qp_res() { rdma -dd resource show qp link sroce2/1 lqpn "$qpn" 2>&1 || true; }
+agreed() { [[ $(qp_res) == *"multipath_tx 1"* ]]; }
+retry 10 agreed || true
+res=$(qp_res)
 log "rdma -dd resource show qp lqpn $qpn: $res"
+for d in sroce1 sroce2; do
+	log "$d: $(for c in mp_hellos_sent mp_hellos_answered mp_agreed; do
+		printf '%s %s ' "$c" "$(cat "/sys/class/infiniband/$d/ports/1/hw_counters/$c")"
+	done)"
+done
 assert_match "$res" "session_group_size 2" "rdma resource show qp: group size"
 assert_match "$res" "session_policy round-robin" "rdma resource show qp: policy"
-# Two sroce peers with two sessions agree on the multipath transport
-# (90-sessions-multipath): the cut below happens with it on.
 assert_match "$res" "multipath_tx 1" "rdma resource show qp: multipath agreed"
 ((dv > 500 * KIB && dw > 500 * KIB)) || fail "after qp set the QP did not use both links (v2 +$dv, w2 +$dw bytes)"
 # The server's side counts what it received per flow it came on: both of
