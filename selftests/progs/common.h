@@ -119,6 +119,70 @@ static inline int open_port(const char *dev, int gid_index, int cqe, struct ibv_
 	return *pd && *scq && *rcq ? 0 : -1;
 }
 
+/*
+ * rc_side: one end of a test's RC connection: the device, a PD, one CQ of
+ * 2 * max_send_wr entries for both queues, a page-aligned buffer of len
+ * bytes registered with access, and an RC QP (max_send_wr send WQEs, one
+ * receive WQE, one SGE each) in INIT with the same remote access.
+ */
+struct rc_side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int gid_index;
+	union ibv_gid gid;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+};
+
+/* 0, or -1 (what was made is left to rc_side_close). */
+static inline int rc_side_open(struct rc_side *s, const char *dev, int gid_index,
+			       uint32_t max_send_wr, size_t len, int access)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = max_send_wr, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access,
+	};
+
+	s->ctx = open_device_by_name(dev);
+	if (!s->ctx)
+		return -1;
+	s->gid_index = gid_index;
+	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 2 * max_send_wr, NULL, NULL, 0);
+	if (!s->pd || !s->cq || posix_memalign((void **)&s->buf, 4096, len))
+		return -1;
+	s->mr = ibv_reg_mr(s->pd, s->buf, len, access);
+	init.send_cq = init.recv_cq = s->cq;
+	s->qp = s->mr ? ibv_create_qp(s->pd, &init) : NULL;
+	if (!s->qp)
+		return -1;
+	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS);
+}
+
+static inline void rc_side_close(struct rc_side *s)
+{
+	if (s->qp)
+		ibv_destroy_qp(s->qp);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	free(s->buf);
+}
+
 /* A monotonic clock in milliseconds. */
 static inline long now_ms(void)
 {

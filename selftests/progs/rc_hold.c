@@ -17,67 +17,10 @@
 
 #define TIMEOUT_MS 60000
 #define PSN_B 0x300
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	int gid_index;
-	union ibv_gid gid;
-	uint8_t *buf;
-	struct ibv_mr *mr;
-};
-
-static int open_side(struct side *s, const char *dev, int gid_index, size_t len)
-{
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
-	};
-
-	s->ctx = open_device_by_name(dev);
-	if (!s->ctx)
-		return -1;
-	s->gid_index = gid_index;
-	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 8, NULL, NULL, 0);
-	if (!s->pd || !s->cq || posix_memalign((void **)&s->buf, 4096, len))
-		return -1;
-	s->mr = ibv_reg_mr(s->pd, s->buf, len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	init.send_cq = init.recv_cq = s->cq;
-	s->qp = s->mr ? ibv_create_qp(s->pd, &init) : NULL;
-	if (!s->qp)
-		return -1;
-	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS);
-}
-
-static void close_side(struct side *s)
-{
-	if (s->qp)
-		ibv_destroy_qp(s->qp);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
-	free(s->buf);
-}
+#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)
 
 /* B reads LEN bytes of A's buffer, filled with pattern SEED, and checks them. */
-static int read_check(struct side *a, struct side *b, size_t len, unsigned int seed)
+static int read_check(struct rc_side *a, struct rc_side *b, size_t len, unsigned int seed)
 {
 	struct ibv_sge sg = { (uintptr_t)b->buf, len, b->mr->lkey };
 	struct ibv_send_wr wr = { 0 }, *bad;
@@ -119,7 +62,7 @@ static void wait_file(const char *dir, const char *name)
 
 int main(int argc, char **argv)
 {
-	struct side a = { 0 }, b = { 0 };
+	struct rc_side a = { 0 }, b = { 0 };
 	size_t len;
 	int ok;
 
@@ -129,8 +72,9 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	len = strtoul(argv[5], NULL, 0);
-	CHECK(!open_side(&a, argv[1], atoi(argv[2]), len) &&
-	      !open_side(&b, argv[3], atoi(argv[4]), len), "open %s and %s", argv[1], argv[3]);
+	CHECK(!rc_side_open(&a, argv[1], atoi(argv[2]), 4, len, ACCESS) &&
+	      !rc_side_open(&b, argv[3], atoi(argv[4]), 4, len, ACCESS),
+	      "open %s and %s", argv[1], argv[3]);
 	if (failures)
 		return 1;
 	CHECK(!rc_connect(a.qp, a.gid_index, &b.gid, b.qp->qp_num, 0x100, PSN_B, 4) &&
@@ -143,8 +87,8 @@ int main(int argc, char **argv)
 	printf("check %s\n", ok ? "ok" : "failed");
 	CHECK(ok, "second READ of %zu bytes arrived intact", len);
 	wait_file(argv[6], "exit");
-	close_side(&b);
-	close_side(&a);
+	rc_side_close(&b);
+	rc_side_close(&a);
 	printf("closed\n");
 	return failures ? 1 : 0;
 }

@@ -11,59 +11,18 @@
 #include <unistd.h>
 #include "common.h"
 
+#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+
 #define LEN 64
 #define MAX_N 64
 
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	int gid_index;
-	union ibv_gid gid;
-	uint8_t *buf;
-	struct ibv_mr *mr;
-};
-
-static int open_side(struct side *s, const char *dev, int gid_index)
-{
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 2 * MAX_N, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	s->ctx = open_device_by_name(dev);
-	if (!s->ctx)
-		return -1;
-	s->gid_index = gid_index;
-	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 2 * MAX_N, NULL, NULL, 0);
-	if (!s->pd || !s->cq || posix_memalign((void **)&s->buf, 4096, (MAX_N + 1) * LEN))
-		return -1;
-	s->mr = ibv_reg_mr(s->pd, s->buf, (MAX_N + 1) * LEN,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	init.send_cq = init.recv_cq = s->cq;
-	s->qp = s->mr ? ibv_create_qp(s->pd, &init) : NULL;
-	if (!s->qp)
-		return -1;
-	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS);
-}
-
-static int to_rts(struct side *s, struct side *peer, uint32_t psn, uint32_t peer_psn)
+static int to_rts(struct rc_side *s, struct rc_side *peer, uint32_t psn, uint32_t peer_psn)
 {
 	return rc_connect(s->qp, s->gid_index, &peer->gid, peer->qp->qp_num, psn, peer_psn, 0);
 }
 
 /* WRITEs first..first+n-1 (slot i of A's buffer to slot i of B's). */
-static int post_writes(struct side *a, struct side *b, int first, int n, int signal_last)
+static int post_writes(struct rc_side *a, struct rc_side *b, int first, int n, int signal_last)
 {
 	struct ibv_sge sg[MAX_N + 1];
 	struct ibv_send_wr wr[MAX_N + 1], *bad;
@@ -88,7 +47,7 @@ static int post_writes(struct side *a, struct side *b, int first, int n, int sig
 
 int main(int argc, char **argv)
 {
-	struct side a = { 0 }, b = { 0 };
+	struct rc_side a = { 0 }, b = { 0 };
 	struct ibv_wc wc;
 	int i, n;
 
@@ -102,7 +61,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	CHECK(!open_side(&a, argv[1], atoi(argv[2])) && !open_side(&b, argv[3], atoi(argv[4])),
+	CHECK(!rc_side_open(&a, argv[1], atoi(argv[2]), 2 * MAX_N, (MAX_N + 1) * LEN, ACCESS) &&
+	      !rc_side_open(&b, argv[3], atoi(argv[4]), 2 * MAX_N, (MAX_N + 1) * LEN, ACCESS),
 	      "open %s and %s", argv[1], argv[3]);
 	if (failures)
 		return 1;

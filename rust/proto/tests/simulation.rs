@@ -1230,15 +1230,8 @@ fn remote_access_error_flushes() {
 fn write_op(len: u32, signaled: bool) -> Op {
     Op {
         op: WqeOp::Write,
-        local: vec![0xA5; len as usize],
-        len,
-        remote: 0,
-        rkey: RKEY,
-        imm: 0,
-        swap_add: 0,
-        compare: 0,
-        fence: false,
         signaled,
+        ..send_op(len)
     }
 }
 

@@ -849,6 +849,15 @@ mod tests {
         assert!(!sq.wants_ack_request());
     }
 
+    /// The indices of the packets that ask for an ACK, of all sent now.
+    fn asking<S: SlotStore>(sq: &mut SendQueueWith<S>) -> Vec<usize> {
+        drain(sq)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.ack_req.then_some(i))
+            .collect()
+    }
+
     #[test]
     fn ack_coalescing_is_bounded_by_the_queue_and_the_window() {
         // Half the queue's 8 slots.
@@ -858,12 +867,7 @@ mod tests {
         for tag in 0..8 {
             sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
         }
-        let asks: Vec<usize> = drain(&mut sq)
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.ack_req.then_some(i))
-            .collect();
-        assert_eq!(asks, [3, 7]);
+        assert_eq!(asking(&mut sq), [3, 7]);
         // A quarter of a window of 8 PSNs.
         cfg.max_unacked_psns = 8;
         let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
@@ -879,12 +883,7 @@ mod tests {
         for tag in 0..4 {
             sq.post(unsignaled(tag, WqeOp::Send, 600)).unwrap();
         }
-        let asks: Vec<usize> = drain(&mut sq)
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.ack_req.then_some(i))
-            .collect();
-        assert_eq!(asks, [5, 11]);
+        assert_eq!(asking(&mut sq), [5, 11]);
     }
 
     #[test]
