@@ -175,9 +175,9 @@ pingpong() {
 		h2 "ibv_rc_pingpong -d sroce2 -g $g2 -n 100 -s 4096 -m 1024 -c 10.77.9.1"
 	assert_match "$CLIENT_OUT" "100 iters in" "ibv_rc_pingpong under $1"
 }
-write_bw() {
-	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -u $QP_TIMEOUT -n 300 -s 65536 -F" \
-		h2 "ib_write_bw -d sroce2 -x $g2 -u $QP_TIMEOUT -n 300 -s 65536 -F 10.77.9.1"
+write_bw() { # WHAT [ARGS]: 300 WRITEs of 64 KiB (more perftest ARGS)
+	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -u $QP_TIMEOUT -n 300 -s 65536 -F ${2:-}" \
+		h2 "ib_write_bw -d sroce2 -x $g2 -u $QP_TIMEOUT -n 300 -s 65536 -F ${2:-} 10.77.9.1"
 	assert_match "$CLIENT_OUT" '^ *65536 +300 +[0-9.]+ +[0-9.]+' "ib_write_bw under $1"
 }
 
@@ -198,10 +198,18 @@ done
 group round-robin off
 verbs_data "round-robin without the reorder guard"
 
-# Round-robin per message: both links carry the client's requests.
+# Round-robin per message: both links carry the client's requests. One
+# message at a time (-t 1: at most 64 packets in flight, within what the
+# VM's receiver takes without a drop), so what is checked is where the
+# policy puts messages. A stream that fills the receiver shares it as the
+# two sessions' congestion windows settle, which is not an even split in
+# a run this short: the losses of the shared bottleneck cut whichever
+# session carried the oldest packet, and one session at the largest
+# window kept over 90 % of the bytes in 5 of 25 runs (docs/sessions.md,
+# "Shared bottlenecks").
 group round-robin off
 v0=$(tx h2 v2) w0=$(tx h2 w2)
-write_bw "round-robin without the reorder guard"
+write_bw "round-robin without the reorder guard" "-t 1"
 dv=$(($(tx h2 v2) - v0)) dw=$(($(tx h2 w2) - w0))
 log "client's bytes: v2 +$dv, w2 +$dw"
 ((dv > 1000 * KIB && dw > 1000 * KIB)) || fail "round-robin did not use both links (v2 +$dv, w2 +$dw bytes)"

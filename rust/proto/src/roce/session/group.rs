@@ -627,6 +627,16 @@ impl<S: SessionStore> Group<S> {
         Ok(())
     }
 
+    /// A round trip of `m` µs on session `id`: of a packet sent once (the
+    /// multipath transport's per-packet samples; a message's round trip,
+    /// which includes sending all of it and may span several sessions,
+    /// is not taken while the session's window is in use).
+    pub fn rtt_sample(&mut self, id: SessionId, m: u32) {
+        if let Ok(s) = self.get_mut(id) {
+            s.rtt.sample(m);
+        }
+    }
+
     /// One packet (`bytes` of payload) of a message counted on `from`
     /// went out on `to` instead (the multipath transport sent that part of
     /// the message there): the transmit counters say what each session
@@ -658,7 +668,9 @@ impl<S: SessionStore> Group<S> {
     }
 
     /// A message sent (last) on `id` was acknowledged at `now`; `rtt_us`
-    /// is a sample if it was sent only once (Karn). ACK progress: the
+    /// is a sample if it was sent only once (Karn), taken unless the
+    /// session's window is in use (the multipath transport samples each
+    /// session per packet: [`Self::rtt_sample`]). ACK progress: the
     /// session's budget is refilled and, if it was Down or Probing
     /// (fallback or canary), it is Up again. Returns `true` if it came
     /// back Up. The message's outstanding count is the caller's to
@@ -673,7 +685,7 @@ impl<S: SessionStore> Group<S> {
         let cfg = self.cfg.health;
         let s = self.get_mut(id)?;
         s.counters.acked_messages = s.counters.acked_messages.saturating_add(1);
-        if let Some(m) = rtt_us {
+        if let Some(m) = rtt_us.filter(|_| !s.window.is_active()) {
             s.rtt.sample(m);
         }
         let ev = s.health.on_progress(now, &cfg);
@@ -970,6 +982,24 @@ mod tests {
         assert_eq!(g.session(SessionId(1)).unwrap().window().cwnd(), 16);
         g.set_windows(false);
         assert!(!g.session(SessionId(0)).unwrap().window().is_active());
+    }
+
+    #[test]
+    fn round_trips_come_from_packets_while_windows_are_in_use() {
+        let mut g =
+            SessionGroup::<2>::new(&GroupConfig::DEFAULT, &specs(2), 7, Some(100), 0).unwrap();
+        let srtt = |g: &SessionGroup<2>, i| g.session(SessionId(i)).unwrap().rtt().srtt_us();
+        // Plain: messages are the samples.
+        g.on_ack(SessionId(0), Some(800), 10).unwrap();
+        assert_eq!(srtt(&g, 0), 800);
+        // Multipath: a message's round trip (which includes sending all
+        // of it, perhaps over other sessions) is not; a packet's is.
+        g.set_windows(true);
+        g.on_ack(SessionId(1), Some(9_000), 20).unwrap();
+        assert_eq!(srtt(&g, 1), 0);
+        g.rtt_sample(SessionId(1), 300);
+        g.rtt_sample(SessionId(9), 300);
+        assert_eq!(srtt(&g, 1), 300);
     }
 
     #[test]
