@@ -388,7 +388,7 @@ impl<const W: usize> QpSessions<W> {
         // A failing session is the health machine's (probes, failover): a
         // fresh 5-tuple would declare it Up at once.
         if !self.is_multi()
-            || !self.is_up(id)
+            || !self.group.may_replace(id)
             || self.replace_wanted.is_some()
             || usize::from(id.0) >= self.flows.len()
         {

@@ -1142,7 +1142,7 @@ struct BoardModel {
     tracked: std::collections::BTreeMap<u64, Tracked>,
     next_seq: [u32; 3],
     /// Deliveries not yet taken, per session, and of those sent once the
-    /// latest sent (its order and send time).
+    /// earliest sent (its order and send time).
     pending: [u32; 3],
     sample: [Option<(u32, u64)>; 3],
     /// The clock (µs), one tick per step, from near the 32-bit wrap of
@@ -1170,7 +1170,7 @@ impl BoardModel {
         let s = usize::from(t.session);
         self.pending[s] += 1;
         self.delivered += 1;
-        if !t.resent && self.sample[s].map_or(true, |(seq, _)| seq_before(seq, t.seq)) {
+        if !t.resent && self.sample[s].map_or(true, |(seq, _)| seq_before(t.seq, seq)) {
             self.sample[s] = Some((t.seq, t.sent));
         }
     }
@@ -1378,7 +1378,7 @@ impl BoardModel {
                     rtts[usize::from(s)] = rtt;
                 });
                 prop_assert_eq!(got, self.pending, "take_delivered");
-                // The round trip of the latest sent once (none if all
+                // The round trip of the earliest sent once (none if all
                 // delivered were resends), on the truncated clock.
                 let want = self
                     .sample

@@ -13,8 +13,11 @@
 //! acknowledged, held nor presumed lost: what is still on its way over
 //! that path) and those delivered since the caller last asked, for the
 //! sessions' congestion windows ([`super::window`]), with a round-trip
-//! sample: from the send of the latest such packet sent only once
-//! (Karn's rule) to the acknowledgement or SACK that delivered it. Every
+//! sample: from the send of the earliest such packet sent only once
+//! (Karn's rule) to the acknowledgement or SACK that delivered it (as
+//! Linux TCP takes its RTO's sample from the oldest segment an ACK
+//! covers: the latest would leave out the wait of the others, and a
+//! session timer from it expired on every scheduling hiccup). Every
 //! session that delivers is so sampled, also one whose messages all
 //! moved partway to another (no message round trip is its alone): an
 //! estimate left from an idle start would time its own retransmit timer
@@ -70,7 +73,7 @@ pub struct Flight {
     in_flight: u32,
     /// Packets delivered since [`Scoreboard::take_delivered`].
     delivered: u32,
-    /// Of those sent once, the latest sent: its place in the session's
+    /// Of those sent once, the earliest sent: its place in the session's
     /// order and its send time.
     sample: Option<(u32, u32)>,
 }
@@ -97,7 +100,7 @@ impl Flight {
         self.delivered = self.delivered.saturating_add(1);
         if e.flags & RESENT == 0 {
             match self.sample {
-                Some((seq, _)) if !seq_before(seq, e.seq) => {}
+                Some((seq, _)) if !seq_before(e.seq, seq) => {}
                 _ => self.sample = Some((e.seq, e.sent_us)),
             }
         }
@@ -256,7 +259,7 @@ where
 
     /// Packets of each session delivered since the last call, as
     /// `(session, count, round trip)` for each session that delivered
-    /// any, at `now_us`: the round trip (µs) of the latest sent of them
+    /// any, at `now_us`: the round trip (µs) of the earliest sent of them
     /// that was sent only once, if any was.
     pub fn take_delivered(&mut self, now_us: u64, mut f: impl FnMut(u8, u32, Option<u32>)) {
         for (s, flight) in self.flights.as_mut().iter_mut().enumerate() {
@@ -550,7 +553,7 @@ mod tests {
     }
 
     #[test]
-    fn deliveries_sample_the_latest_sent_once() {
+    fn deliveries_sample_the_earliest_sent_once() {
         let mut b = board();
         let mut got = Vec::new();
         // 0, 1, 3 on session 0 at 100, 110, 130; 2, 4 on session 1 at
@@ -560,14 +563,14 @@ mod tests {
             assert!(b.record(Psn::ZERO, Psn::new(p), on, 100 + u64::from(p) * 10));
         }
         // 2 held (a SACK at 500), then 0..2 acknowledged (at 600): the
-        // latest sent of each batch is the sample.
+        // earliest sent of each batch is the sample.
         assert!(lost(&mut b, 0, &[2]).is_empty());
         b.take_delivered(500, |s, n, r| got.push((s, n, r)));
         assert_eq!(got, [(1, 1, Some(380))]);
         got.clear();
         b.acked_through(Psn::new(2));
         b.take_delivered(600, |s, n, r| got.push((s, n, r)));
-        assert_eq!(got, [(0, 2, Some(490))]);
+        assert_eq!(got, [(0, 2, Some(500))]);
         // 3 resent on session 1 at 700 (Karn: no sample from it); 4, sent
         // once, is.
         assert!(b.record(Psn::new(2), Psn::new(3), 1, 700));
