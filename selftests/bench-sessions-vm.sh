@@ -23,12 +23,22 @@ SROCE=$SROCE_BIN/sroce
 echo "sroce bench: sessions, $(uname -r), $(nproc) CPUs, each path shaped to $RATE"
 
 load_sroce
-# Receive flow steering on the veths (multipath_hosts): session 22
-# measured the rows of one QP over both links at 1.65-1.90 without it,
-# every needless resend taken twice by the responder (duplicate_request)
-# and no packet dropped on the links. SROCE_BENCH_RPS=0 turns it off;
-# another value is the CPU mask.
-RPS_MASK=${SROCE_BENCH_RPS:-} multipath_hosts
+multipath_hosts
+# Receive flow steering (RPS) on the four veths, over every CPU: each
+# flow's packets are taken on one CPU, as a NIC's receive-side scaling
+# keeps a flow on one queue. Without it a veth hands each packet to the
+# receive backlog of the CPU that sent it, a path reorders its own
+# packets, and the multipath transport (which presumes a path delivers in
+# order) resends some needlessly and cuts its windows: session 22 measured
+# the rows of one QP over both links at 1.65-1.90 so, every resend taken
+# twice by the responder (duplicate_request) and no packet dropped on the
+# links. SROCE_BENCH_RPS=0 turns it off; another value is the CPU mask.
+RPS=${SROCE_BENCH_RPS:-$(printf '%x' $(((1 << $(nproc)) - 1)))}
+for n in 1 2; do
+	for l in v w; do
+		in_ns "h$n" sh -c "echo $RPS >/sys/class/net/$l$n/queues/rx-0/rps_cpus"
+	done
+done
 echo "# receive flow steering on the veths: CPU mask $(in_ns h1 cat /sys/class/net/v1/queues/rx-0/rps_cpus)"
 # shape LINK RATE [LOSS]: both ends of link v or w shaped to RATE, the
 # h2-to-h1 direction (the data's) losing LOSS of its packets.

@@ -275,26 +275,10 @@ second_path() {
 # 10.77.9.N/32 on vN in hN, reached from the other host over a two-link
 # multipath route (via v and via w) hashed on the 5-tuple (L4 policy), so
 # flows with different UDP source ports may take different links.
-# Receive flow steering (RPS) is on for the four veths, over the CPUs of
-# mask RPS_MASK (default: all; 0 turns it off): each flow's packets are
-# taken on one CPU, as a NIC's receive-side scaling keeps a flow on one
-# queue. Without it a veth hands each packet to the receive backlog of
-# the CPU that sent it, the backlogs run independently, and a link
-# reorders its own packets, which no real path does and which the
-# multipath transport's loss rule presumes it does not (a packet
-# overtaken on its session is resent needlessly and cuts that session's
-# window: docs/sessions.md). With two CPUs such runs of cuts starved one
-# link of a round-robin stream (3 % of its bytes) about once in 50.
 multipath_hosts() {
 	two_hosts
 	second_path
-	local n m k l
-	local mask=${RPS_MASK:-$(printf '%x' $(((1 << $(nproc)) - 1)))}
-	for n in 1 2; do
-		for l in v w; do
-			in_ns "h$n" sh -c "echo $mask >/sys/class/net/$l$n/queues/rx-0/rps_cpus"
-		done
-	done
+	local n m k
 	for n in 1 2; do
 		m=$((3 - n))
 		in_ns "h$n" ip addr add "10.77.9.$n/32" dev "v$n"

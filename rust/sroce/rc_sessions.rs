@@ -355,17 +355,13 @@ impl<const W: usize> QpSessions<W> {
     }
 
     /// `n` packets session `id` carried were delivered (acknowledged, or
-    /// held by the peer), `rtt_us` the round trip of one of them sent only
-    /// once: its window grows, its RTT is sampled, and it made progress
-    /// (its retries are refilled, as by a completion). With the multipath
+    /// held by the peer): its window grows, and it made progress (its
+    /// retries are refilled, as by a completion). With the multipath
     /// transport a message's packets may take several sessions: each is
     /// credited with what it delivered.
-    pub(crate) fn on_delivered(&mut self, id: SessionId, n: u32, rtt_us: Option<u32>, now_us: u64) {
+    pub(crate) fn on_delivered(&mut self, id: SessionId, n: u32, now_us: u64) {
         if let Some(w) = self.group.window_mut(id) {
             w.on_delivered(n);
-        }
-        if let Some(m) = rtt_us {
-            self.group.rtt_sample(id, m);
         }
         // (Not a failover's end: that is the next completion.)
         let _ = self.group.on_progress(id, now_us);
@@ -388,7 +384,7 @@ impl<const W: usize> QpSessions<W> {
         // A failing session is the health machine's (probes, failover): a
         // fresh 5-tuple would declare it Up at once.
         if !self.is_multi()
-            || !self.group.may_replace(id)
+            || !self.is_up(id)
             || self.replace_wanted.is_some()
             || usize::from(id.0) >= self.flows.len()
         {

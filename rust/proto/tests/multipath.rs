@@ -483,7 +483,7 @@ impl Sender {
         // Every PSN is tracked but an acknowledged one, which a go-back-N
         // resend still hands out when an ACK passed its cursor.
         let was_idle = self.board.in_flight(session) == 0;
-        let tracked = self.board.record(una, p.psn, session, now * TICK_US);
+        let tracked = self.board.record(una, p.psn, session);
         self.timers[usize::from(session)].on_sent(now * TICK_US, was_idle);
         assert!(
             tracked || p.psn.is_before(una),
@@ -870,7 +870,7 @@ fn window_not_dividing_2_24_is_rounded_to_a_power_of_two() {
     assert_eq!(rb.offer(e, a, 1), Offer::Held);
     assert_eq!(rb.offer(e, b, 17), Offer::Held);
     let mut board = Scoreboard::with_storage(vec![Entry::default(); 100]);
-    assert!(board.record(e, a, 0, 0) && board.record(e, b, 1, 0));
+    assert!(board.record(e, a, 0) && board.record(e, b, 1));
     assert_eq!(board.session_of(a), Some(0), "scoreboard forgot 0xFF_FFF1");
     assert_eq!(rb.len(), 2, "reorder buffer dropped 0xFF_FFF1");
     assert_eq!(rb.take(a), Some(1));
@@ -935,7 +935,7 @@ impl Board {
         });
         assert!(self
             .board
-            .record(self.una, self.una.wrapping_add(off), session as u8, 0));
+            .record(self.una, self.una.wrapping_add(off), session as u8));
     }
 
     fn deliver(&mut self, session: usize) {
@@ -1072,9 +1072,6 @@ struct Tracked {
     seq: u32,
     fate: Fate,
     reported: bool,
-    /// When sent last; sent more than once.
-    sent: u64,
-    resent: bool,
 }
 
 /// One step on a scoreboard; the numbers are taken relative to the
@@ -1141,13 +1138,8 @@ struct BoardModel {
     una: u64,
     tracked: std::collections::BTreeMap<u64, Tracked>,
     next_seq: [u32; 3],
-    /// Deliveries not yet taken, per session, and of those sent once the
-    /// earliest sent (its order and send time).
+    /// Deliveries not yet taken, per session.
     pending: [u32; 3],
-    sample: [Option<(u32, u64)>; 3],
-    /// The clock (µs), one tick per step, from near the 32-bit wrap of
-    /// the board's send times.
-    now: u64,
     /// Transitions from in flight to delivered; those taken; those a
     /// `clear` dropped before they were taken.
     delivered: u64,
@@ -1165,14 +1157,10 @@ impl BoardModel {
         Psn::new(((u64::from(self.base) + a) % (1 << 24)) as u32)
     }
 
-    /// Packet `t` delivered (it was in flight).
-    fn deliver(&mut self, t: Tracked) {
-        let s = usize::from(t.session);
-        self.pending[s] += 1;
+    /// A packet of `session` delivered (it was in flight).
+    fn deliver(&mut self, session: u8) {
+        self.pending[usize::from(session)] += 1;
         self.delivered += 1;
-        if !t.resent && self.sample[s].map_or(true, |(seq, _)| seq_before(t.seq, seq)) {
-            self.sample[s] = Some((t.seq, t.sent));
-        }
     }
 
     fn record(&mut self, una: u64, a: u64, session: u8) -> bool {
@@ -1186,7 +1174,6 @@ impl BoardModel {
         let seq = self.next_seq[usize::from(session)];
         self.next_seq[usize::from(session)] += 1;
         let fate = Fate::Flying;
-        let resent = self.tracked.contains_key(&a);
         self.tracked.insert(
             a,
             Tracked {
@@ -1194,8 +1181,6 @@ impl BoardModel {
                 seq,
                 fate,
                 reported: false,
-                sent: self.now,
-                resent,
             },
         );
         true
@@ -1217,7 +1202,7 @@ impl BoardModel {
                 continue;
             }
             if t.fate == Fate::Flying {
-                newly.push(*t);
+                newly.push(t.session);
             }
             t.fate = Fate::Held;
             highest = Some(a);
@@ -1226,7 +1211,7 @@ impl BoardModel {
                 *n = Some(t.seq);
             }
         }
-        newly.into_iter().for_each(|t| self.deliver(t));
+        newly.into_iter().for_each(|s| self.deliver(s));
         let Some(highest) = highest else {
             return Vec::new();
         };
@@ -1246,7 +1231,7 @@ impl BoardModel {
         for a in acked {
             let t = self.tracked.remove(&a).unwrap();
             if t.fate == Fate::Flying {
-                self.deliver(t);
+                self.deliver(t.session);
             }
         }
         self.una = una;
@@ -1287,7 +1272,6 @@ impl BoardModel {
         board: &mut Scoreboard<Vec<Entry>>,
         op: &BoardOp,
     ) -> Result<(), TestCaseError> {
-        self.now += 1;
         match *op {
             BoardOp::Record {
                 ahead,
@@ -1297,7 +1281,7 @@ impl BoardModel {
                 let una = self.una + if lead < 8 { u64::from(lead) } else { 0 };
                 let a = una + u64::from(ahead) % (self.w + 4);
                 let want = self.record(una, a, session);
-                let got = board.record(self.psn(una), self.psn(a), session, self.now);
+                let got = board.record(self.psn(una), self.psn(a), session);
                 prop_assert_eq!(got, want, "record {} (una {})", a, una);
             }
             BoardOp::Resend { pick, session } => {
@@ -1311,7 +1295,7 @@ impl BoardModel {
                 if !ours.is_empty() {
                     let a = ours[pick as usize % ours.len()];
                     prop_assert!(self.record(self.una, a, session));
-                    prop_assert!(board.record(self.psn(self.una), self.psn(a), session, self.now));
+                    prop_assert!(board.record(self.psn(self.una), self.psn(a), session));
                 }
             }
             BoardOp::Sack {
@@ -1362,31 +1346,21 @@ impl BoardModel {
                 self.tracked.clear();
                 self.dropped += self.pending.iter().map(|&n| u64::from(n)).sum::<u64>();
                 self.pending = [0; 3];
-                self.sample = [None; 3];
                 self.una = una;
                 board.clear(self.psn(una));
             }
             BoardOp::Take => {
                 let mut got = [0u32; 3];
-                let mut rtts = [None; 3];
-                board.take_delivered(self.now, |s, n, rtt| {
+                board.take_delivered(|s, n| {
                     assert!(
                         n > 0 && got[usize::from(s)] == 0,
                         "session {s} twice or empty"
                     );
                     got[usize::from(s)] += n;
-                    rtts[usize::from(s)] = rtt;
                 });
                 prop_assert_eq!(got, self.pending, "take_delivered");
-                // The round trip of the earliest sent once (none if all
-                // delivered were resends), on the truncated clock.
-                let want = self
-                    .sample
-                    .map(|x| x.map(|(_, sent)| (self.now - sent) as u32));
-                prop_assert_eq!(rtts, want, "round trips");
                 self.taken += got.iter().map(|&n| u64::from(n)).sum::<u64>();
                 self.pending = [0; 3];
-                self.sample = [None; 3];
             }
         }
         // The oracle: a scan of the model.
@@ -1428,8 +1402,6 @@ fn board_counts_run(slots: usize, start: u32, ops: &[BoardOp]) -> Result<(), Tes
         tracked: Default::default(),
         next_seq: [0; 3],
         pending: [0; 3],
-        sample: [None; 3],
-        now: u64::from(u32::MAX) - 200,
         delivered: 0,
         taken: 0,
         dropped: 0,
@@ -1791,7 +1763,7 @@ fn run_windowed(s: &Setup, ops: &[Op]) -> WindowedRun {
             }
             // Acknowledged and held packets are delivered: the windows grow.
             tx.board.acked_through(sq.una());
-            tx.board.take_delivered(now * TICK_US, |s, k, _| {
+            tx.board.take_delivered(|s, k| {
                 win.w[usize::from(s)].on_delivered(k);
                 tx.timers[usize::from(s)].on_delivered(now * TICK_US);
             });

@@ -31,7 +31,7 @@ use crate::roce::{
         congestion::{LossMeter, ReplaceConfig},
         ext::{self, ExtKind, ExtPacket, HelloAck, Sack},
         reorder::{Held as HeldRequest, MAX_WINDOW},
-        scoreboard::{Entry, Flight},
+        scoreboard::Entry,
         window::drain_time,
         Negotiation, Offer, QuietTimer, ReorderBuffer, Scoreboard,
     },
@@ -66,7 +66,7 @@ const TRACKED: usize = 2 * WINDOW;
 /// unacknowledged PSN and what the peer holds, and room for the PSNs a
 /// SACK shows lost.
 struct Sprayer {
-    board: Scoreboard<EngineStore<Entry>, EngineStore<Flight>>,
+    board: Scoreboard<EngineStore<Entry>>,
     lost: KVVec<Psn>,
     /// Each session's losses, for replacing a congested one.
     meters: EngineStore<LossMeter>,
@@ -97,10 +97,7 @@ impl Sprayer {
     /// Process context (may sleep).
     fn new() -> Result<Self> {
         Ok(Self {
-            board: Scoreboard::with_storages(
-                EngineStore::filled(TRACKED, Entry::default())?,
-                EngineStore::filled(MAX_SESSIONS, Flight::NEW)?,
-            ),
+            board: Scoreboard::with_storage(EngineStore::filled(TRACKED, Entry::default())?),
             lost: KVVec::with_capacity(WINDOW, GFP_KERNEL)?,
             meters: EngineStore::filled(MAX_SESSIONS, LossMeter::new())?,
             quiet: EngineStore::filled(MAX_SESSIONS, QuietTimer::new())?,
@@ -132,12 +129,11 @@ impl Sprayer {
 
     /// Credits the sessions with what they delivered since the last call
     /// (acknowledged, or held by the peer) at `now_us`: their windows
-    /// grow, their round trips are sampled, their health sees progress,
-    /// their own timers restart.
+    /// grow, their health sees progress, their own timers restart.
     fn credit(&mut self, sessions: &mut QpSessions<SQ_DEPTH>, now_us: u64) {
         let Sprayer { board, quiet, .. } = self;
-        board.take_delivered(now_us, |id, n, rtt_us| {
-            sessions.on_delivered(SessionId(id), n, rtt_us, now_us);
+        board.take_delivered(|id, n| {
+            sessions.on_delivered(SessionId(id), n, now_us);
             if let Some(t) = quiet.as_mut().get_mut(usize::from(id)) {
                 t.on_delivered(now_us);
             }
@@ -308,7 +304,7 @@ impl Multipath {
             return false;
         };
         let was_idle = s.board.in_flight(sid.0) == 0;
-        let _ = s.board.record(una, psn, sid.0, now_us);
+        let _ = s.board.record(una, psn, sid.0);
         if let Some(t) = s.quiet.as_mut().get_mut(usize::from(sid.0)) {
             t.on_sent(now_us, was_idle);
         }

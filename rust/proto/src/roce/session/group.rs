@@ -627,17 +627,6 @@ impl<S: SessionStore> Group<S> {
         Ok(())
     }
 
-    /// A round trip of `m` µs on session `id`: of a packet sent once (the
-    /// multipath transport's per-packet samples; a message's round trip,
-    /// which includes sending all of it and may span several sessions,
-    /// is not taken while the session's window is in use:
-    /// [`Self::on_ack`]).
-    pub fn rtt_sample(&mut self, id: SessionId, m: u32) {
-        if let Ok(s) = self.get_mut(id) {
-            s.rtt.sample(m);
-        }
-    }
-
     /// One packet (`bytes` of payload) of a message counted on `from`
     /// went out on `to` instead (the multipath transport sent that part of
     /// the message there): the transmit counters say what each session
@@ -672,12 +661,7 @@ impl<S: SessionStore> Group<S> {
     /// is a sample if it was sent only once (Karn). ACK progress: the
     /// session's budget is refilled and, if it was Down or Probing
     /// (fallback or canary), it is Up again. Returns `true` if it came
-    /// back Up. While the session's window is in use (the multipath
-    /// transport) only the counter moves: its packets are what it
-    /// delivered (`on_progress` per packet, [`Self::rtt_sample`]), and a
-    /// message that started on it may have been carried, or resent,
-    /// elsewhere: a session on a dead path whose messages completed over
-    /// the other one looked alive and never went Down. The message's outstanding count is the caller's to
+    /// back Up. The message's outstanding count is the caller's to
     /// [`forget`](Self::forget) (it may be counted nowhere after a
     /// go-back: see [`Ledger`](super::ledger::Ledger)).
     pub fn on_ack(
@@ -689,9 +673,6 @@ impl<S: SessionStore> Group<S> {
         let cfg = self.cfg.health;
         let s = self.get_mut(id)?;
         s.counters.acked_messages = s.counters.acked_messages.saturating_add(1);
-        if s.window.is_active() {
-            return Ok(false);
-        }
         if let Some(m) = rtt_us {
             s.rtt.sample(m);
         }
@@ -733,21 +714,6 @@ impl<S: SessionStore> Group<S> {
     /// counter is reloaded by any forward progress). Returns `true` if the
     /// session came back Up.
     pub fn on_progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
-        self.progress(id, now)
-    }
-
-    /// Acknowledgements advanced inside a message that started on `id`:
-    /// its progress (see [`Self::on_progress`]), unless the session's
-    /// window is in use (the multipath transport credits each session
-    /// with the packets it delivered instead, as in [`Self::on_ack`]).
-    pub fn on_message_progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
-        if self.session(id).is_some_and(|s| s.window.is_active()) {
-            return Ok(false);
-        }
-        self.progress(id, now)
-    }
-
-    fn progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
         let cfg = self.cfg.health;
         let s = self.get_mut(id)?;
         let ev = s.health.on_progress(now, &cfg);
@@ -763,19 +729,6 @@ impl<S: SessionStore> Group<S> {
         let ev = s.health.on_probe_reply(now, &cfg);
         s.count(ev);
         Ok(ev == HealthEvent::WentUp)
-    }
-
-    /// Whether session `id` may get a fresh 5-tuple for its congestion
-    /// ([`Self::replace`]): only while it is Up and was charged no
-    /// timeout since it last delivered. One that went silent is the
-    /// health machine's (Down, failover, probes): a replacement starts its
-    /// health afresh, and a session on a dead path whose go-back-N resends
-    /// filled its loss meter was replaced before each second timeout and
-    /// never went Down (`90-sessions-two-paths`: 7 replacements in 30 s
-    /// of a cut link, every fresh port chosen for the same link).
-    pub fn may_replace(&self, id: SessionId) -> bool {
-        self.session(id)
-            .is_some_and(|s| s.health.is_up() && s.health.consecutive_timeouts() == 0)
     }
 
     /// Session `id` now leaves from source port `src_port` through local
@@ -1017,55 +970,6 @@ mod tests {
         assert_eq!(g.session(SessionId(1)).unwrap().window().cwnd(), 16);
         g.set_windows(false);
         assert!(!g.session(SessionId(0)).unwrap().window().is_active());
-    }
-
-    #[test]
-    fn round_trips_come_from_packets_while_windows_are_in_use() {
-        let mut g =
-            SessionGroup::<2>::new(&GroupConfig::DEFAULT, &specs(2), 7, Some(100), 0).unwrap();
-        let srtt = |g: &SessionGroup<2>, i| g.session(SessionId(i)).unwrap().rtt().srtt_us();
-        // Plain: messages are the samples.
-        g.on_ack(SessionId(0), Some(800), 10).unwrap();
-        assert_eq!(srtt(&g, 0), 800);
-        // Multipath: a message's round trip (which includes sending all
-        // of it, perhaps over other sessions) is not; a packet's is.
-        g.set_windows(true);
-        g.on_ack(SessionId(1), Some(9_000), 20).unwrap();
-        assert_eq!(srtt(&g, 1), 0);
-        g.rtt_sample(SessionId(1), 300);
-        g.rtt_sample(SessionId(9), 300);
-        assert_eq!(srtt(&g, 1), 300);
-        // Nor is a message's acknowledgement the session's progress: its
-        // delivered packets are.
-        g.on_send(SessionId(1), 4096, 4, false, 30).unwrap();
-        let _ = g.on_timeout(SessionId(1), 100);
-        let timeouts = |g: &SessionGroup<2>| {
-            g.session(SessionId(1))
-                .unwrap()
-                .health()
-                .consecutive_timeouts()
-        };
-        assert_eq!(timeouts(&g), 1);
-        g.on_ack(SessionId(1), None, 110).unwrap();
-        g.on_message_progress(SessionId(1), 120).unwrap();
-        assert_eq!(timeouts(&g), 1);
-        g.on_progress(SessionId(1), 130).unwrap();
-        assert_eq!(timeouts(&g), 0);
-    }
-
-    #[test]
-    fn only_an_up_session_that_is_not_timing_out_is_replaced() {
-        let mut g =
-            SessionGroup::<2>::new(&GroupConfig::DEFAULT, &specs(2), 7, Some(100), 0).unwrap();
-        g.on_send(SessionId(1), 4096, 4, false, 0).unwrap();
-        assert!(g.may_replace(SessionId(1)));
-        // Charged a timeout: failing, the health machine's.
-        let _ = g.on_timeout(SessionId(1), 100);
-        assert!(!g.may_replace(SessionId(1)));
-        // It delivered again: congested at most.
-        g.on_progress(SessionId(1), 150).unwrap();
-        assert!(g.may_replace(SessionId(1)));
-        assert!(!g.may_replace(SessionId(5)));
     }
 
     #[test]
