@@ -252,27 +252,9 @@ unsigned int sroce_skb_headlen(const struct sk_buff *skb)
 	return skb_headlen(skb);
 }
 
-int sroce_skb_bth_dest_qp(const struct sk_buff *skb)
+bool sroce_skb_is_followed(const struct sk_buff *skb)
 {
-	u8 buf[3];
-	const u8 *qpn;
-
-	/* An skb not yet pulled to its UDP header has a positive offset. */
-	qpn = skb_header_pointer(skb, skb_transport_offset(skb) + 8 + 5,
-				 sizeof(buf), buf);
-	if (!qpn)
-		return -1;
-	return (qpn[0] << 16) | (qpn[1] << 8) | qpn[2];
-}
-
-bool sroce_skb_followed_to_same_qp(const struct sk_buff *skb)
-{
-	int qpn;
-
-	if (!skb->next)
-		return false;
-	qpn = sroce_skb_bth_dest_qp(skb);
-	return qpn >= 0 && sroce_skb_bth_dest_qp(skb->next) == qpn;
+	return skb->next;
 }
 
 unsigned char *sroce_skb_network_header(const struct sk_buff *skb)

@@ -43,10 +43,7 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
         return;
     };
     let counters = &dev.data().io.counters;
-    let followed = skb.is_followed_to_same_qp();
-    // Read before the checks consume it: a piece that fails them may be
-    // the one that pieces held for its QP wait for.
-    let dest_qp = skb.bth_dest_qp();
+    let followed = skb.is_followed();
     match check(skb) {
         Ok(mut pkt) => {
             // Replies go back over the link a request came in on (see
@@ -63,12 +60,7 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
             counters.add(Counter::RcvdBytes, (pkt.len() + ICRC_LEN) as u64);
             recv::receive(&dev, pkt, followed);
         }
-        Err(why) => {
-            counters.inc(why);
-            if let Some(qpn) = dest_qp {
-                recv::release_held(&dev, qpn);
-            }
-        }
+        Err(why) => counters.inc(why),
     }
 }
 
