@@ -168,6 +168,13 @@ static inline int rc_side_open(struct rc_side *s, const char *dev, int gid_index
 			     IBV_QP_ACCESS_FLAGS);
 }
 
+/* Moves s's QP to RTS, connected to peer's (send PSN psn, receive peer_psn). */
+static inline int rc_side_connect(struct rc_side *s, struct rc_side *peer, uint32_t psn,
+				  uint32_t peer_psn)
+{
+	return rc_connect(s->qp, s->gid_index, &peer->gid, peer->qp->qp_num, psn, peer_psn, 0);
+}
+
 static inline void rc_side_close(struct rc_side *s)
 {
 	if (s->qp)

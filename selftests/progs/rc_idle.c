@@ -16,11 +16,6 @@
 #define BURST 16
 #define TIMEOUT_MS 20000
 
-static int to_rts(struct rc_side *s, struct rc_side *peer, uint32_t psn, uint32_t peer_psn)
-{
-	return rc_connect(s->qp, s->gid_index, &peer->gid, peer->qp->qp_num, psn, peer_psn, 0);
-}
-
 /* BURST WRITEs of LEN bytes from A to B, each with its own pattern. */
 static int burst(struct rc_side *a, struct rc_side *b, unsigned int seed)
 {
@@ -73,7 +68,7 @@ int main(int argc, char **argv)
 	      "open %s and %s", argv[1], argv[3]);
 	if (failures)
 		return 1;
-	CHECK(!to_rts(&a, &b, 0x100, 0x200) && !to_rts(&b, &a, 0x200, 0x100), "connect");
+	CHECK(!rc_side_connect(&a, &b, 0x100, 0x200) && !rc_side_connect(&b, &a, 0x200, 0x100), "connect");
 	CHECK(!burst(&a, &b, 1), "first burst of %d WRITEs arrived intact", BURST);
 	printf("idle qpn %u %u\n", a.qp->qp_num, b.qp->qp_num);
 	sleep(atoi(argv[5]));

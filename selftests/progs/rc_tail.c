@@ -16,11 +16,6 @@
 #define LEN 64
 #define MAX_N 64
 
-static int to_rts(struct rc_side *s, struct rc_side *peer, uint32_t psn, uint32_t peer_psn)
-{
-	return rc_connect(s->qp, s->gid_index, &peer->gid, peer->qp->qp_num, psn, peer_psn, 0);
-}
-
 /* WRITEs first..first+n-1 (slot i of A's buffer to slot i of B's). */
 static int post_writes(struct rc_side *a, struct rc_side *b, int first, int n, int signal_last)
 {
@@ -66,7 +61,7 @@ int main(int argc, char **argv)
 	      "open %s and %s", argv[1], argv[3]);
 	if (failures)
 		return 1;
-	CHECK(!to_rts(&a, &b, 0x100, 0x200) && !to_rts(&b, &a, 0x200, 0x100), "connect");
+	CHECK(!rc_side_connect(&a, &b, 0x100, 0x200) && !rc_side_connect(&b, &a, 0x200, 0x100), "connect");
 	for (i = 0; i < (MAX_N + 1) * LEN; i++)
 		a.buf[i] = (uint8_t)(i * 7 + i / LEN + 1);
 	memset(b.buf, 0, (MAX_N + 1) * LEN);
