@@ -384,7 +384,7 @@ impl<const W: usize> QpSessions<W> {
         // A failing session is the health machine's (probes, failover): a
         // fresh 5-tuple would declare it Up at once.
         if !self.is_multi()
-            || !self.is_up(id)
+            || !self.group.may_replace(id)
             || self.replace_wanted.is_some()
             || usize::from(id.0) >= self.flows.len()
         {
@@ -553,8 +553,8 @@ impl<const W: usize> QpSessions<W> {
         self.group.moved_packet(from, to, u64::from(bytes));
     }
 
-    /// Message `tag` continued on another session than it started on:
-    /// its completion gives no RTT sample.
+    /// Message `tag` continued on another session than it started on, or
+    /// a packet of it was resent: its completion gives no RTT sample.
     pub(crate) fn spread(&mut self, tag: u32) {
         self.ledger.spread(tag);
     }

@@ -248,6 +248,8 @@ fn resend(
         if send_request(qp, dev, routes, &mut burst, rc, &p, &flow).is_ok() {
             counters.inc(Counter::MpSelectiveResends);
             counters.inc(Counter::RetransmittedPkts);
+            // Sent more than once: its completion is no round trip (Karn).
+            rc.sessions.spread(p.tag);
             let una = rc.sq.una();
             if rc.mp.sent(una, psn, sid, now_us) {
                 rc.sessions.want_replace(sid);

@@ -661,7 +661,12 @@ impl<S: SessionStore> Group<S> {
     /// is a sample if it was sent only once (Karn). ACK progress: the
     /// session's budget is refilled and, if it was Down or Probing
     /// (fallback or canary), it is Up again. Returns `true` if it came
-    /// back Up. The message's outstanding count is the caller's to
+    /// back Up. While the session's window is in use (the multipath
+    /// transport) the message is no progress of `id`: its packets may
+    /// have been resent on, or moved to, another session, and a session
+    /// on a dead path whose messages completed over the other one looked
+    /// alive and never went Down; the packets a session delivered are its
+    /// progress ([`Self::on_progress`]). The message's outstanding count is the caller's to
     /// [`forget`](Self::forget) (it may be counted nowhere after a
     /// go-back: see [`Ledger`](super::ledger::Ledger)).
     pub fn on_ack(
@@ -675,6 +680,9 @@ impl<S: SessionStore> Group<S> {
         s.counters.acked_messages = s.counters.acked_messages.saturating_add(1);
         if let Some(m) = rtt_us {
             s.rtt.sample(m);
+        }
+        if s.window.is_active() {
+            return Ok(false);
         }
         let ev = s.health.on_progress(now, &cfg);
         s.count(ev);
@@ -714,6 +722,21 @@ impl<S: SessionStore> Group<S> {
     /// counter is reloaded by any forward progress). Returns `true` if the
     /// session came back Up.
     pub fn on_progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
+        self.progress(id, now)
+    }
+
+    /// Acknowledgements advanced inside a message that started on `id`:
+    /// its progress ([`Self::on_progress`]), unless the session's window
+    /// is in use (the multipath transport credits each session with the
+    /// packets it delivered instead, as in [`Self::on_ack`]).
+    pub fn on_message_progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
+        if self.session(id).is_some_and(|s| s.window.is_active()) {
+            return Ok(false);
+        }
+        self.progress(id, now)
+    }
+
+    fn progress(&mut self, id: SessionId, now: u64) -> Result<bool, SessionError> {
         let cfg = self.cfg.health;
         let s = self.get_mut(id)?;
         let ev = s.health.on_progress(now, &cfg);
@@ -729,6 +752,17 @@ impl<S: SessionStore> Group<S> {
         let ev = s.health.on_probe_reply(now, &cfg);
         s.count(ev);
         Ok(ev == HealthEvent::WentUp)
+    }
+
+    /// Whether session `id` may get a fresh 5-tuple for its congestion
+    /// ([`Self::replace`]): only while it is Up and was charged no timeout
+    /// since it last delivered. One that fell silent is the health
+    /// machine's (Down, failover, probes): a replacement starts its health
+    /// afresh, so a session on a dead path whose resends filled its loss
+    /// meter, replaced before each second timeout, never went Down.
+    pub fn may_replace(&self, id: SessionId) -> bool {
+        self.session(id)
+            .is_some_and(|s| s.health.is_up() && s.health.consecutive_timeouts() == 0)
     }
 
     /// Session `id` now leaves from source port `src_port` through local
@@ -970,6 +1004,52 @@ mod tests {
         assert_eq!(g.session(SessionId(1)).unwrap().window().cwnd(), 16);
         g.set_windows(false);
         assert!(!g.session(SessionId(0)).unwrap().window().is_active());
+    }
+
+    #[test]
+    fn with_windows_only_delivered_packets_are_a_sessions_progress() {
+        let mut g =
+            SessionGroup::<2>::new(&GroupConfig::DEFAULT, &specs(2), 7, Some(100), 0).unwrap();
+        let timeouts = |g: &SessionGroup<2>| {
+            g.session(SessionId(1))
+                .unwrap()
+                .health()
+                .consecutive_timeouts()
+        };
+        // Without windows a message's acknowledgement is its session's
+        // progress.
+        g.on_send(SessionId(1), 4096, 4, false, 0).unwrap();
+        let _ = g.on_timeout(SessionId(1), 100);
+        g.on_ack(SessionId(1), None, 110).unwrap();
+        assert_eq!(timeouts(&g), 0);
+        // With them (multipath), neither a completion nor a partial ACK
+        // of a message that started on it is: its packets may have been
+        // resent over the other session.
+        g.set_windows(true);
+        let _ = g.on_timeout(SessionId(1), 200);
+        g.on_ack(SessionId(1), Some(50), 210).unwrap();
+        g.on_message_progress(SessionId(1), 220).unwrap();
+        assert_eq!(timeouts(&g), 1);
+        assert_eq!(
+            g.session(SessionId(1)).unwrap().counters().acked_messages,
+            2
+        );
+        g.on_progress(SessionId(1), 230).unwrap();
+        assert_eq!(timeouts(&g), 0);
+    }
+
+    #[test]
+    fn only_an_up_session_charged_no_timeout_is_replaced() {
+        let mut g =
+            SessionGroup::<2>::new(&GroupConfig::DEFAULT, &specs(2), 7, Some(100), 0).unwrap();
+        g.on_send(SessionId(1), 4096, 4, false, 0).unwrap();
+        assert!(g.may_replace(SessionId(1)));
+        let _ = g.on_timeout(SessionId(1), 100);
+        assert!(!g.may_replace(SessionId(1)));
+        // It delivered again: congested at most.
+        g.on_progress(SessionId(1), 150).unwrap();
+        assert!(g.may_replace(SessionId(1)));
+        assert!(!g.may_replace(SessionId(5)));
     }
 
     #[test]

@@ -248,7 +248,7 @@ impl<E: EntryStore> LedgerWith<E> {
     /// Acknowledgements advanced inside message `tag`, still incomplete:
     /// progress of the session that carried it.
     pub fn on_partial_ack<S: SessionStore>(&mut self, g: &mut Group<S>, tag: u32, now: u64) {
-        let _ = g.on_progress(self.session_of(tag), now);
+        let _ = g.on_message_progress(self.session_of(tag), now);
     }
 
     /// A go-back round begins at `now`: every message in flight from
