@@ -60,8 +60,17 @@ void sroce_consume_skb(struct sk_buff *skb);
 void sroce_skb_reserve(struct sk_buff *skb, int len);
 bool sroce_pskb_may_pull(struct sk_buff *skb, unsigned int len);
 unsigned int sroce_skb_headlen(const struct sk_buff *skb);
-/* Whether skb is linked to a next one (a list of segments being walked). */
-bool sroce_skb_is_followed(const struct sk_buff *skb);
+/*
+ * The destination QP of a RoCEv2 datagram (BTH bytes 5-7 after the UDP
+ * header at the skb's transport offset), or -1 if it is not there.
+ */
+int sroce_skb_bth_dest_qp(const struct sk_buff *skb);
+/*
+ * Unlinks skb from the list of segments being walked (the walker keeps its
+ * own next pointer) and returns whether the next one was for the same
+ * destination QP.
+ */
+bool sroce_skb_unlink_followed_to_same_qp(struct sk_buff *skb);
 unsigned char *sroce_skb_network_header(const struct sk_buff *skb);
 void sroce_skb_reset_network_header(struct sk_buff *skb);
 void sroce_skb_reset_transport_header(struct sk_buff *skb);

@@ -252,9 +252,30 @@ unsigned int sroce_skb_headlen(const struct sk_buff *skb)
 	return skb_headlen(skb);
 }
 
-bool sroce_skb_is_followed(const struct sk_buff *skb)
+int sroce_skb_bth_dest_qp(const struct sk_buff *skb)
 {
-	return skb->next;
+	u8 buf[3];
+	const u8 *qpn;
+
+	/* An skb not yet pulled to its UDP header has a positive offset. */
+	qpn = skb_header_pointer(skb, skb_transport_offset(skb) + 8 + 5,
+				 sizeof(buf), buf);
+	if (!qpn)
+		return -1;
+	return (qpn[0] << 16) | (qpn[1] << 8) | qpn[2];
+}
+
+bool sroce_skb_unlink_followed_to_same_qp(struct sk_buff *skb)
+{
+	bool same;
+	int qpn;
+
+	if (!skb->next)
+		return false;
+	qpn = sroce_skb_bth_dest_qp(skb);
+	same = qpn >= 0 && sroce_skb_bth_dest_qp(skb->next) == qpn;
+	skb_mark_not_on_list(skb);
+	return same;
 }
 
 unsigned char *sroce_skb_network_header(const struct sk_buff *skb)

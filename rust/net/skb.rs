@@ -51,14 +51,28 @@ impl SkBuff {
         unsafe { (*self.as_raw()).len as usize }
     }
 
-    /// Whether the skb is linked to a next one: on receive, a piece of a
-    /// UDP-segmented datagram that more pieces follow, handed over one by
-    /// one in the same call of the UDP layer (`udp_queue_rcv_skb` walks
-    /// the segment list without unlinking it). A hint only: nothing
-    /// promises that the next piece reaches the caller.
-    pub(crate) fn is_followed(&self) -> bool {
-        // SAFETY: the helper reads a field of a live skb we own.
-        unsafe { bindings::sroce_skb_is_followed(self.as_raw()) }
+    /// Takes the skb out of the list the UDP layer is walking, if it is in
+    /// one, and returns whether the next skb of that list is for the same
+    /// destination QP: on receive, a piece of a UDP-segmented datagram (or
+    /// of a list GRO made of one flow's datagrams) that more pieces
+    /// follow, handed over one by one in the same call of the UDP layer
+    /// (`udp_queue_rcv_skb` walks the list with its own next pointer). A
+    /// hint only: nothing promises that the next piece passes the receive
+    /// checks.
+    pub(crate) fn unlink_followed_to_same_qp(&mut self) -> bool {
+        // SAFETY: the helper reads fields and data of a live skb we own
+        // and of the next skb of the list being walked, which the walker
+        // owns and hands over only after this call; it clears our skb's
+        // next pointer, which the walker no longer reads.
+        unsafe { bindings::sroce_skb_unlink_followed_to_same_qp(self.as_raw()) }
+    }
+
+    /// The destination QP in a RoCEv2 datagram's BTH (the data starting at
+    /// the UDP header), if the skb holds that far.
+    pub(crate) fn bth_dest_qp(&self) -> Option<u32> {
+        // SAFETY: the helper reads fields and data of a live skb we own.
+        let qpn = unsafe { bindings::sroce_skb_bth_dest_qp(self.as_raw()) };
+        u32::try_from(qpn).ok()
     }
 
     /// The linear part from the data pointer on (`skb_headlen` bytes).

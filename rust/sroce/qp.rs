@@ -587,6 +587,9 @@ fn modify_locked(
         };
         inner.faults.clear();
         super::ud::forget_held(inner);
+        // What arrived for the old connection (pieces of a datagram held
+        // for their last one are scheduled by nothing).
+        qp.data().shared().discard_rx();
     }
     qp.data().publish_state(inner.attrs.state);
     (Ok(()), old, ud)

@@ -58,8 +58,8 @@ pub(crate) struct RcTimers {
     /// When the session health is next polled.
     poll_at: Option<Now>,
     /// When to ask for the ACK of packets none asked for, and the send
-    /// queue's next PSN when that was decided (a new message pushes it
-    /// later: sending has not paused).
+    /// queue's ACK-request key when that was decided (a packet that asks
+    /// ends the wait; one that does not leaves it as it is).
     ack_request_at: Option<(Now, Psn)>,
     /// Expiry the wake-up timer was last started with.
     armed_at: Option<Now>,
@@ -169,11 +169,15 @@ impl RcTimers {
         if !sq.wants_ack_request() {
             self.ack_request_at = None;
         } else {
-            let next = sq.next_psn();
-            if self.ack_request_at.is_none_or(|(_, at)| at != next) {
+            // From the first moment an ACK is wanted since the latest
+            // request: unasked packets sent meanwhile do not push it out,
+            // so the probe comes within half the transport timer's period
+            // of the oldest of them (which they do not restart either).
+            let key = sq.ack_request_key();
+            if self.ack_request_at.is_none_or(|(_, k)| k != key) {
                 let half = self.period.map_or(i64::MAX, |p| p.as_nanos() / 2);
                 let delay = Delta::from_nanos((ACK_REQUEST_DELAY_US * 1000).min(half));
-                self.ack_request_at = Some((now + delay, next));
+                self.ack_request_at = Some((now + delay, key));
             }
         }
         let earliest = |a: Option<Now>, b: Option<Now>| match (a, b) {

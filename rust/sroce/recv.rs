@@ -73,3 +73,15 @@ pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket, followed: bool) 
         }
     }
 }
+
+/// A packet for QP `qpn` was dropped by the receive checks: pieces of a
+/// segmented datagram held for it waiting for that one run their pass
+/// now. Softirq context.
+pub(crate) fn release_held(dev: &Device<SroceDevice>, qpn: u32) {
+    if let Some(qp) = dev.data().qp(qpn) {
+        // (The held pieces were counted when held.)
+        if qp.release_held() {
+            let _ = qp.receive_now();
+        }
+    }
+}

@@ -4,8 +4,9 @@
 # always (docs/performance.md). A perftest stream signalling one WQE in 100
 # then draws a fraction of the ACKs; one signalling every WQE draws one
 # each, as rxe's requester asks. Unsignaled WRITEs with nothing after them
-# are acknowledged by asking once more (counter ack_requests), before the
-# transport timer (set to 17 s here) would resend them.
+# are acknowledged by asking once more after a 1 ms wait (counter
+# ack_requests), before the transport timer (set to 17 s here) would
+# resend them.
 # timeout: 240
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -20,8 +21,9 @@ hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 # ib_write_bw of N 64-byte WRITEs from sroce2 to sroce1 with CQ moderation
 # MOD. Every packet sroce1 (the responder) sends has a cause: a new packet
 # that asked (the 16th unsignaled message since the last that asked, or a
-# signaled one: at most N/16 + N/MOD + 2), a packet sent again after a
-# pause (ack_requests) or a loss (retransmitted_pkts, each may ask), or a
+# signaled one: at most N/16 + N/MOD + 2), an ACK request after a wait
+# (ack_requests: a new packet made to ask, or the newest sent again) or a
+# packet sent again after a loss (retransmitted_pkts, each may ask), or a
 # sequence NAK (out_of_seq_request). ACKS: what sroce1 sent; BOUND: that.
 write_bw_acks() {
 	local n=$1 mod=$2 sent asked resent naks

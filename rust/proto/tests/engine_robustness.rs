@@ -20,6 +20,9 @@ enum ReqEvent {
     Pop,
     /// The driver's probe for packets no ACK was asked for.
     AckRequest,
+    /// The driver's wait for an ACK request ran out: the next new packet
+    /// asks.
+    AskWithNext,
 }
 
 fn response_kind() -> impl Strategy<Value = ResponseKind> {
@@ -63,6 +66,7 @@ fn req_event() -> impl Strategy<Value = ReqEvent> {
         Just(ReqEvent::RnrTimer),
         Just(ReqEvent::Pop),
         Just(ReqEvent::AckRequest),
+        Just(ReqEvent::AskWithNext),
     ]
 }
 
@@ -101,8 +105,13 @@ proptest! {
                 }
                 ReqEvent::Send(n) => {
                     for _ in 0..n {
-                        if sq.next_packet().is_none() {
+                        let asks = sq.asks_with_next_packet();
+                        let Some(p) = sq.next_packet() else {
                             break;
+                        };
+                        // A pending request rides on the first new packet.
+                        if asks && !p.retransmit {
+                            prop_assert!(p.ack_req && !sq.asks_with_next_packet());
                         }
                     }
                 }
@@ -125,10 +134,16 @@ proptest! {
                         popped.push(c.tag);
                     }
                 }
+                ReqEvent::AskWithNext => {
+                    let wanted = sq.wants_ack_request();
+                    sq.ask_with_next_packet();
+                    prop_assert_eq!(sq.asks_with_next_packet(), wanted);
+                }
                 ReqEvent::AckRequest => {
                     let wanted = sq.wants_ack_request();
                     let p = sq.ack_request_packet();
                     prop_assert!(wanted || p.is_none());
+                    prop_assert!(!sq.asks_with_next_packet());
                     if let Some(p) = p {
                         // The newest packet sent, once more, asking.
                         prop_assert!(p.ack_req && p.retransmit);

@@ -506,6 +506,8 @@ struct Outcome2 {
     retransmits: u64,
     /// Probes sent for the ACK of unrequested packets.
     ack_probes: u64,
+    /// New packets that asked because the wait for a request was over.
+    ack_riders: u64,
     /// Packets from the responder to the requester.
     responses: u64,
     /// READ requests retried from the middle of the READ.
@@ -557,6 +559,7 @@ fn run(s: &Scenario) -> Outcome2 {
     let mut rnr: Option<u64> = None;
     let mut ack_request_at: Option<u64> = None;
     let mut ack_probes = 0u64;
+    let mut ack_riders = 0u64;
     let mut next_credit = if s.credit_every == 0 {
         u64::MAX
     } else {
@@ -588,6 +591,14 @@ fn run(s: &Scenario) -> Outcome2 {
             .unwrap();
             next_post += 1;
         }
+        // The wait for an ACK request is over: the next new packet asks
+        // (the driver's pass; if none goes out, the probe below).
+        let mut asks_next = false;
+        if sq.wants_ack_request() && ack_request_at.is_some_and(|t| t <= now) {
+            ack_request_at = None;
+            sq.ask_with_next_packet();
+            asks_next = true;
+        }
         // Send.
         if local_faults.resolved(now) {
             assert!(sq.is_held());
@@ -610,16 +621,20 @@ fn run(s: &Scenario) -> Outcome2 {
             let w = &s.ops[p.tag as usize];
             to_resp.send(now, request_bytes(w, &p), &mut rng);
         }
-        // Packets no ACK was asked for: a probe once sending has paused.
-        if !sq.wants_ack_request() {
-            ack_request_at = None;
-        } else if ack_request_at.is_some_and(|t| t <= now) {
-            ack_request_at = None;
+        // Packets no ACK was asked for: a probe when no new packet asked.
+        if sq.asks_with_next_packet() && sq.wants_ack_request() {
             let p = sq.ack_request_packet().expect("the newest packet");
             assert!(p.ack_req && p.retransmit);
             assert!(!sq.wants_ack_request(), "a probe asks for everything sent");
             ack_probes += 1;
             to_resp.send(now, request_bytes(&s.ops[p.tag as usize], &p), &mut rng);
+        } else if asks_next && !sq.asks_with_next_packet() {
+            ack_riders += 1;
+        }
+        // The wait runs from the first moment an ACK is wanted; packets
+        // that do not ask leave it as it is.
+        if !sq.wants_ack_request() {
+            ack_request_at = None;
         } else if ack_request_at.is_none() {
             ack_request_at = Some(now + s.ack_delay);
         }
@@ -770,6 +785,7 @@ fn run(s: &Scenario) -> Outcome2 {
         time: now,
         retransmits,
         ack_probes,
+        ack_riders,
         responses: to_req.sent,
         read_resumes,
         packets: to_resp.sent + to_req.sent,
@@ -1247,6 +1263,7 @@ fn unsignaled_writes_share_acks() {
     assert!(o.completions.iter().all(|&(_, st)| st == WcStatus::Success));
     assert_eq!(o.retransmits, 0);
     assert_eq!(o.ack_probes, 1, "only the tail after the last request");
+    assert_eq!(o.ack_riders, 0, "no wait ran out while the stream went on");
     assert_eq!(o.responses, 60 / 8 + 1, "one ACK per request and the probe");
     // As rxe: every message asks.
     let ops: Vec<Op> = (0..60).map(|i| write_op(64, i == 39)).collect();

@@ -25,7 +25,7 @@ use crate::roce::{
 use crate::sroce::recv;
 
 /// Receives one datagram (see the module documentation).
-pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
+pub(super) fn receive(ns: &NsRx, mut skb: SkBuff, ingress: &NetDevice) {
     let dev = ns.device_for_netdev(ingress).or_else(|| {
         // Arrived over another link (multipath): the device of the net
         // device that owns the destination address.
@@ -43,7 +43,10 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
         return;
     };
     let counters = &dev.data().io.counters;
-    let followed = skb.is_followed();
+    let followed = skb.unlink_followed_to_same_qp();
+    // Read before the checks consume it: a piece that fails them may be
+    // the one that pieces held for its QP wait for.
+    let dest_qp = skb.bth_dest_qp();
     match check(skb) {
         Ok(mut pkt) => {
             // Replies go back over the link a request came in on (see
@@ -60,7 +63,12 @@ pub(super) fn receive(ns: &NsRx, skb: SkBuff, ingress: &NetDevice) {
             counters.add(Counter::RcvdBytes, (pkt.len() + ICRC_LEN) as u64);
             recv::receive(&dev, pkt, followed);
         }
-        Err(why) => counters.inc(why),
+        Err(why) => {
+            counters.inc(why);
+            if let Some(qpn) = dest_qp {
+                recv::release_held(&dev, qpn);
+            }
+        }
     }
 }
 

@@ -236,9 +236,11 @@ impl QpShared {
     /// costs one pass, not one per packet. Behind others it schedules the
     /// work item, which is already due to run. Any context.
     ///
-    /// A held piece whose last piece never comes (dropped before sroce
-    /// sees it) waits for the QP's next packet or pass, as a lost packet
-    /// does for the requester's timer.
+    /// Pieces are held only while the next piece of the list is for the
+    /// same QP; one that fails the receive checks releases them
+    /// ([`QpShared::release_held`]). A held piece whose last piece never
+    /// reaches sroce (dropped by the UDP layer) waits for the QP's next
+    /// packet or pass, as a lost packet does for the requester's timer.
     pub(crate) fn queue_rx(self: &Arc<Self>, pkt: RxPacket, followed: bool) -> Queued {
         let mut q = self.rx.lock();
         if q.closed {
@@ -266,6 +268,24 @@ impl QpShared {
         };
         drop(refused);
         result
+    }
+
+    /// Ends a hold ([`Queued::Held`]) whose last piece was dropped: whether
+    /// pieces were held, which the caller handles as a lone packet
+    /// ([`QpShared::receive_now`]).
+    pub(crate) fn release_held(&self) -> bool {
+        let mut q = self.rx.lock();
+        core::mem::replace(&mut q.held, false) && !q.packets.is_empty()
+    }
+
+    /// Drops every packet queued (the QP was reset: they belong to its
+    /// old connection). Process context.
+    pub(crate) fn discard_rx(&self) {
+        // An unfinished batch first, then what is queued (as a pass takes
+        // them, so the vectors go on rotating).
+        for _ in 0..2 {
+            self.return_batch(self.take_backlog_or_batch());
+        }
     }
 
     /// Handles a lone received packet now, in the receive softirq, if the
@@ -731,6 +751,14 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
             multipath::resend_quiet(qp, inner, now_us);
         }
     }
+    // The wait for an ACK request is over: the next new packet asks if
+    // this pass sends one (else the newest is resent asking, below).
+    let asks_next = inner.rc.as_mut().is_some_and(|rc| {
+        rc.timers.ack_request_due(now) && {
+            rc.sq.ask_with_next_packet();
+            rc.sq.asks_with_next_packet()
+        }
+    });
     // Completions first: the ACKs just received free send-queue slots that
     // this pass's `send` can fill from the ring at once.
     complete_sends(qp, inner, now);
@@ -776,8 +804,13 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         } else {
             rc.mp.quiet_wake_in(&rc.sessions, now_us)
         };
-        if rc.timers.ack_request_due(now) {
+        // Nothing new went out to ask (or a signaled local operation
+        // waits for the unasked packets): the newest is resent asking.
+        if rc.sq.asks_with_next_packet() || rc.sq.ack_request_now() {
             request_ack(qp, &mut inner.routes, rc);
+        } else if asks_next {
+            // A new packet asked.
+            counters.inc(Counter::AckRequests);
         }
         rc.timers
             .update(now, &rc.sq, polled.keep_polling, quiet_in, shared);

@@ -366,7 +366,14 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             rc.mp.message_on(p.tag, sid);
         }
         let mut p = p;
-        p.ack_req |= rc.mp.asks_ack(&rc.sessions, sid);
+        if !p.ack_req && rc.mp.asks_ack(&rc.sessions, sid) {
+            p.ack_req = true;
+            if !p.retransmit {
+                // The engine's wait before a probe starts over as for its
+                // own requests.
+                rc.sq.asked_by_driver(p.psn);
+            }
+        }
         if rc.mp.sent(una, p.psn, sid, now_us) {
             // Its losses stayed high: a fresh 5-tuple (the work item).
             rc.sessions.want_replace(sid);

@@ -208,6 +208,14 @@ pub struct SendQueueWith<S> {
     pub(super) unrequested: u32,
     /// Messages whose last packet was among them.
     pub(super) unrequested_messages: u32,
+    /// A signaled local operation was performed while packets before it
+    /// were unacknowledged and unasked, up to this PSN: its completion
+    /// waits for them, so they are asked about at once
+    /// ([`SendQueueWith::ack_request_now`]).
+    pub(super) local_waits_for: Option<Psn>,
+    /// The next packet sent for the first time asks for an ACK
+    /// ([`SendQueueWith::ask_with_next_packet`]).
+    pub(super) ask_next: bool,
     /// A retransmission from `una` was started and no progress was made
     /// since: further NAKs for the same loss are ignored.
     pub(super) retrying: bool,
@@ -261,6 +269,8 @@ impl<S: SlotStore> SendQueueWith<S> {
             requested_end: initial_psn,
             unrequested: 0,
             unrequested_messages: 0,
+            local_waits_for: None,
+            ask_next: false,
             retrying: false,
             read_resume: None,
             error: false,
@@ -382,6 +392,58 @@ impl<S: SlotStore> SendQueueWith<S> {
             && !self.ack_request_in_flight()
     }
 
+    /// What identifies the latest request for an ACK: it changes whenever
+    /// a packet asks. The driver's wait before probing
+    /// ([`SendQueueWith::wants_ack_request`]) runs from the first moment
+    /// an ACK is wanted after the latest request, and new packets that do
+    /// not ask never push it out (the probe must come well before the
+    /// transport timer, which new packets do not restart either).
+    pub fn ack_request_key(&self) -> Psn {
+        self.requested_end
+    }
+
+    /// Whether an ACK is wanted at once, not after the driver's wait: a
+    /// signaled local operation ([`SendQueueWith::take_local`]) completes
+    /// only once the unasked packets before it are acknowledged.
+    pub fn ack_request_now(&self) -> bool {
+        self.local_waits_for
+            .is_some_and(|end| self.una.is_before(end))
+            && self.wants_ack_request()
+    }
+
+    /// The driver's wait for an ACK request is over: the next packet sent
+    /// for the first time asks, which costs nothing if sending goes on;
+    /// if none went out by the end of the pass
+    /// ([`SendQueueWith::asks_with_next_packet`] still true),
+    /// [`SendQueueWith::ack_request_packet`] resends the newest instead.
+    pub fn ask_with_next_packet(&mut self) {
+        self.ask_next = self.wants_ack_request();
+    }
+
+    /// The driver made the packet at `psn`, just sent for the first time,
+    /// ask for an ACK although the engine did not (the multipath
+    /// transport asks when a session's window fills): it is the latest
+    /// request as if the engine had made it, so the wait before a probe
+    /// ([`SendQueueWith::ack_request_key`]) starts over and no duplicate
+    /// is sent for packets already asked about.
+    pub fn asked_by_driver(&mut self, psn: Psn) {
+        let end = psn.next();
+        if !self.requested_end.is_before(end) {
+            return;
+        }
+        self.requested_end = end;
+        if end == self.sent_end {
+            // Nothing unasked after it.
+            self.unrequested = 0;
+            self.unrequested_messages = 0;
+        }
+    }
+
+    /// Whether [`SendQueueWith::ask_with_next_packet`] is still pending.
+    pub const fn asks_with_next_packet(&self) -> bool {
+        self.ask_next
+    }
+
     /// Whether a packet that asked for an ACK lies beyond the oldest
     /// unacknowledged PSN, up to the newest sent.
     fn ack_request_in_flight(&self) -> bool {
@@ -396,6 +458,7 @@ impl<S: SlotStore> SendQueueWith<S> {
     /// it could not). `None` if no ACK is wanted or the newest packet
     /// cannot be sent alone (a READ's response PSN).
     pub fn ack_request_packet(&mut self) -> Option<RequestPacket> {
+        self.ask_next = false;
         if !self.wants_ack_request() {
             return None;
         }
@@ -404,6 +467,7 @@ impl<S: SlotStore> SendQueueWith<S> {
         self.requested_end = self.sent_end;
         self.unrequested = 0;
         self.unrequested_messages = 0;
+        self.local_waits_for = None;
         Some(p)
     }
 
@@ -467,13 +531,14 @@ impl<S: SlotStore> SendQueueWith<S> {
             }
             let psn = self.cursor_psn;
             let ends_message = seg.operation.position().ends_message();
-            let ack_req = seg.ack_req
+            let ack_req = (seg.ack_req
                 && (retransmit
                     || slot.wqe.signaled
                     || slot.wqe.op.is_read_or_atomic()
                     || !ends_message
                     || self.unrequested_messages.wrapping_add(1) >= self.ack_coalesce()
-                    || self.unrequested.wrapping_add(1) >= self.cfg.max_unacked_psns / 4);
+                    || self.unrequested.wrapping_add(1) >= self.cfg.max_unacked_psns / 4))
+                || (self.ask_next && !retransmit);
             if next >= slot.plan.psn_count() {
                 self.advance_cursor();
             } else {
@@ -486,6 +551,7 @@ impl<S: SlotStore> SendQueueWith<S> {
                 if self.requested_end.is_before(end) || !self.ack_request_in_flight() {
                     self.requested_end = end;
                 }
+                self.ask_next = false;
                 self.unrequested = 0;
                 self.unrequested_messages = 0;
             } else if !retransmit {
@@ -643,6 +709,9 @@ impl<S: SlotStore> SendQueueWith<S> {
         *self.slots.as_mut().get_mut(idx)? = Some(slot);
         self.advance_cursor();
         self.settle_locals();
+        if slot.wqe.signaled && self.wants_ack_request() {
+            self.local_waits_for = Some(self.sent_end);
+        }
         Some(slot.wqe.tag)
     }
 
@@ -837,6 +906,122 @@ mod tests {
         sq.post(unsignaled(6, WqeOp::FetchAdd, 8)).unwrap();
         let asks: Vec<bool> = drain(&mut sq).iter().map(|p| p.ack_req).collect();
         assert_eq!(asks, [true], "max_rd_atomic 1: the atomic waits");
+    }
+
+    #[test]
+    fn the_probe_key_changes_only_when_a_packet_asks() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 4;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        let key0 = sq.ack_request_key();
+        // Unasked packets going out one by one: an ACK is wanted from the
+        // first, and the key stays (the driver's wait is not pushed out).
+        for tag in 0..3 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+            assert_eq!(asking(&mut sq), Vec::<usize>::new());
+            assert!(sq.wants_ack_request());
+            assert_eq!(sq.ack_request_key(), key0);
+        }
+        // The fourth asks: nothing wanted while its ACK is due; then the
+        // next unasked one wants it again, under a new key.
+        sq.post(unsignaled(3, WqeOp::Write, 10)).unwrap();
+        assert_eq!(asking(&mut sq), [0]);
+        assert!(!sq.wants_ack_request());
+        let key1 = sq.ack_request_key();
+        assert_ne!(key1, key0);
+        acked_through(&mut sq, 3);
+        sq.post(unsignaled(4, WqeOp::Write, 10)).unwrap();
+        let _ = drain(&mut sq);
+        assert!(sq.wants_ack_request());
+        assert_eq!(sq.ack_request_key(), key1);
+        // The probe asks: a new key.
+        assert!(sq.ack_request_packet().is_some());
+        assert_ne!(sq.ack_request_key(), key1);
+    }
+
+    #[test]
+    fn a_request_the_driver_made_is_the_latest() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 16;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
+        sq.post(unsignaled(1, WqeOp::Write, 10)).unwrap();
+        assert_eq!(asking(&mut sq), Vec::<usize>::new());
+        let key = sq.ack_request_key();
+        assert!(sq.wants_ack_request());
+        // The driver asked on the second: nothing more is wanted, and the
+        // wait starts over under a new key.
+        sq.asked_by_driver(Psn::new(1));
+        assert!(!sq.wants_ack_request());
+        assert_ne!(sq.ack_request_key(), key);
+        // An older packet asking changes nothing.
+        let key = sq.ack_request_key();
+        sq.asked_by_driver(Psn::new(0));
+        assert_eq!(sq.ack_request_key(), key);
+        // Acknowledged: the next unasked packet wants one again.
+        acked_through(&mut sq, 1);
+        sq.post(unsignaled(2, WqeOp::Write, 10)).unwrap();
+        assert_eq!(asking(&mut sq), Vec::<usize>::new());
+        assert!(sq.wants_ack_request());
+    }
+
+    #[test]
+    fn a_due_ack_request_rides_on_the_next_packet_if_one_goes() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 16;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
+        assert_eq!(asking(&mut sq), Vec::<usize>::new());
+        // Due while sending goes on: the next new packet (even one in a
+        // message's middle) asks, no duplicate.
+        sq.ask_with_next_packet();
+        sq.post(unsignaled(1, WqeOp::Write, 600)).unwrap();
+        assert_eq!(asking(&mut sq), [0]);
+        assert!(!sq.asks_with_next_packet() && !sq.wants_ack_request());
+        assert_eq!(sq.ack_request_packet(), None);
+        // Due with nothing to send: still pending after the pass, so the
+        // newest packet is resent asking.
+        acked_through(&mut sq, 1);
+        assert!(sq.wants_ack_request());
+        sq.ask_with_next_packet();
+        assert_eq!(asking(&mut sq), Vec::<usize>::new());
+        assert!(sq.asks_with_next_packet());
+        let p = sq.ack_request_packet().unwrap();
+        assert_eq!((p.tag, p.psn, p.ack_req), (1, Psn::new(3), true));
+        assert!(!sq.asks_with_next_packet());
+        // Nothing wanted: nothing pending.
+        acked_through(&mut sq, 3);
+        sq.ask_with_next_packet();
+        assert!(!sq.asks_with_next_packet());
+    }
+
+    #[test]
+    fn a_signaled_local_operation_asks_at_once_for_what_it_waits_for() {
+        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
+        cfg.ack_coalesce = 16;
+        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
+        sq.post(unsignaled(1, WqeOp::Write, 10)).unwrap();
+        sq.post(unsignaled(2, WqeOp::Local, 0)).unwrap();
+        sq.post(wqe(3, WqeOp::Local, 0)).unwrap();
+        assert_eq!(asking(&mut sq), Vec::<usize>::new());
+        // An unsignaled one completes unseen: no hurry.
+        assert_eq!(sq.take_local(), Some(2));
+        assert!(sq.wants_ack_request() && !sq.ack_request_now());
+        // A signaled one's completion waits for the two WRITEs.
+        assert_eq!(sq.take_local(), Some(3));
+        assert!(sq.ack_request_now());
+        let p = sq.ack_request_packet().unwrap();
+        assert_eq!((p.tag, p.psn, p.ack_req), (1, Psn::new(1), true));
+        assert!(!sq.ack_request_now());
+        // Once they are acknowledged, nothing more.
+        acked_through(&mut sq, 1);
+        assert!(!sq.ack_request_now() && !sq.wants_ack_request());
+        // With nothing unacknowledged, a signaled local operation asks for
+        // nothing.
+        sq.post(wqe(4, WqeOp::Local, 0)).unwrap();
+        assert_eq!(sq.take_local(), Some(4));
+        assert!(!sq.ack_request_now());
     }
 
     #[test]
