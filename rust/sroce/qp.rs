@@ -412,15 +412,6 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
             flush(qp, &mut inner.rings);
             Ok(())
         }
-        // A stream (many requests of this QP held already): the work
-        // item sends, on another CPU while the process posts on, every
-        // WQE posted meanwhile in one pass (small messages share a
-        // datagram). Otherwise the request goes out from here, at once.
-        _ if inner.rc.as_ref().is_some_and(|rc| rc.streaming()) => {
-            drop(inner);
-            qp.data().shared.schedule();
-            return Ok(());
-        }
         _ => {
             super::rc::run_pass(qp, &mut inner);
             Ok(())

@@ -568,14 +568,6 @@ impl RcState {
         self.flow.encap.is_roce_v1()
     }
 
-    /// Whether a stream is on: more work requests held than unsignaled
-    /// messages alone may leave unacknowledged (half the slots, see
-    /// `RequesterConfig::ack_coalesce`): a ping-pong, even of unsignaled
-    /// messages whose ACKs are shared, holds fewer.
-    pub(crate) fn streaming(&self) -> bool {
-        self.sq.len() > SQ_DEPTH / 2
-    }
-
     /// Whether the peer acknowledges (RC, not UC).
     pub(crate) fn is_acknowledged(&self) -> bool {
         self.transport == Transport::Rc

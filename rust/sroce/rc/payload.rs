@@ -8,7 +8,7 @@ use crate::net::route::RouteCache;
 use crate::rdma::{
     access::Access, device::Device, mr_odp::NOT_PRESENT, qp::Qp, wc::WcStatus, wqe::Sge,
 };
-use crate::roce::{opcode::Position, packet::Headers};
+use crate::roce::packet::Headers;
 use crate::sroce::{device::SroceDevice, io, odp::PageFault};
 use kernel::prelude::*;
 
@@ -154,8 +154,7 @@ pub(crate) fn send_packet(
 /// the packets around it when it can be (see [`io::Burst`]); `more` is how
 /// many packets of the same flow are expected to follow. A packet with
 /// extension headers (a first one with a RETH or AETH) is longer than the
-/// middle ones after it, so it opens no burst, unless it is a message of
-/// its own (the next messages' packets are as long if they are alike).
+/// middle ones after it, so it opens no burst.
 pub(crate) fn burst_packet(
     burst: &mut io::Burst<'_>,
     routes: &mut RouteCache,
@@ -165,8 +164,7 @@ pub(crate) fn burst_packet(
     more: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
-    let alone = headers.bth.opcode.operation().position() == Position::Only;
-    let more = if headers.header_len() == crate::roce::bth::BTH_LEN || alone {
+    let more = if headers.header_len() == crate::roce::bth::BTH_LEN {
         more
     } else {
         0

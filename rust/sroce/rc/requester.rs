@@ -24,7 +24,7 @@ use crate::roce::{
     completer::Action,
     ieth::Ieth,
     immdt::ImmDt,
-    opcode::{ExtHeader, Opcode, Operation, Position, Transport},
+    opcode::{ExtHeader, Opcode, Operation, Transport},
     packet::Headers,
     requester::RequestPacket,
     reth::Reth,
@@ -467,14 +467,7 @@ pub(super) fn send_request(
     // Packets of this message still to come after this one that can join
     // it: not a Last with an immediate or an R_Key to invalidate, which is
     // longer when it is full. (The PSN window may stop the message sooner.)
-    let position = p.operation.position();
-    let more = if payload == 0 {
-        0
-    } else if position == Position::Only {
-        // The messages queued behind it: a stream of small ones shares a
-        // datagram (one of another size sends the burst first).
-        rc.sq.unsent_requests()
-    } else if position.ends_message() {
+    let more = if p.operation.position().ends_message() || payload == 0 {
         0
     } else {
         let left = w

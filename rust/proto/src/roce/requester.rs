@@ -364,17 +364,6 @@ impl<S: SlotStore> SendQueueWith<S> {
         !self.error && self.cursor < self.len && !self.resending()
     }
 
-    /// Work requests posted and not yet started, the one the next packet
-    /// belongs to included (none while going back N or in the error
-    /// state): a hint of how many more messages a pass may send (the PSN
-    /// window or a fence may hold them back).
-    pub fn unsent_requests(&self) -> usize {
-        if self.error || self.resending() {
-            return 0;
-        }
-        self.len.saturating_sub(self.cursor)
-    }
-
     /// Whether the next packet [`SendQueue::next_packet`] gives is a
     /// retransmission (going back N).
     pub fn resending(&self) -> bool {
@@ -974,26 +963,6 @@ mod tests {
         sq.post(unsignaled(2, WqeOp::Write, 10)).unwrap();
         assert_eq!(asking(&mut sq), Vec::<usize>::new());
         assert!(sq.wants_ack_request());
-    }
-
-    #[test]
-    fn unsent_requests_counts_what_is_not_started() {
-        let mut sq = SendQueue::<8>::new(RequesterConfig::new(Mtu::Mtu256), Psn::ZERO);
-        assert_eq!(sq.unsent_requests(), 0);
-        for tag in 0..3 {
-            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
-        }
-        assert_eq!(sq.unsent_requests(), 3);
-        let p = sq.next_packet().unwrap();
-        assert_eq!(p.tag, 0);
-        assert_eq!(sq.unsent_requests(), 2);
-        let _ = drain(&mut sq);
-        assert_eq!(sq.unsent_requests(), 0);
-        // Going back N: nothing new is sent.
-        sq.post(unsignaled(3, WqeOp::Write, 10)).unwrap();
-        let _ = sq.on_timeout();
-        assert!(sq.resending());
-        assert_eq!(sq.unsent_requests(), 0);
     }
 
     #[test]
