@@ -939,11 +939,16 @@ mod tests {
         assert_ne!(sq.ack_request_key(), key1);
     }
 
-    #[test]
-    fn a_request_the_driver_made_is_the_latest() {
+    /// A queue whose unsignaled messages ask for an ACK every 16th time.
+    fn coalescing_16() -> SendQueue<8> {
         let mut cfg = RequesterConfig::new(Mtu::Mtu256);
         cfg.ack_coalesce = 16;
-        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        SendQueue::<8>::new(cfg, Psn::ZERO)
+    }
+
+    #[test]
+    fn a_request_the_driver_made_is_the_latest() {
+        let mut sq = coalescing_16();
         sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
         sq.post(unsignaled(1, WqeOp::Write, 10)).unwrap();
         assert_eq!(asking(&mut sq), Vec::<usize>::new());
@@ -967,9 +972,7 @@ mod tests {
 
     #[test]
     fn a_due_ack_request_rides_on_the_next_packet_if_one_goes() {
-        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
-        cfg.ack_coalesce = 16;
-        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        let mut sq = coalescing_16();
         sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
         assert_eq!(asking(&mut sq), Vec::<usize>::new());
         // Due while sending goes on: the next new packet (even one in a
@@ -997,9 +1000,7 @@ mod tests {
 
     #[test]
     fn a_signaled_local_operation_asks_at_once_for_what_it_waits_for() {
-        let mut cfg = RequesterConfig::new(Mtu::Mtu256);
-        cfg.ack_coalesce = 16;
-        let mut sq = SendQueue::<8>::new(cfg, Psn::ZERO);
+        let mut sq = coalescing_16();
         sq.post(unsignaled(0, WqeOp::Write, 10)).unwrap();
         sq.post(unsignaled(1, WqeOp::Write, 10)).unwrap();
         sq.post(unsignaled(2, WqeOp::Local, 0)).unwrap();
