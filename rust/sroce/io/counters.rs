@@ -156,10 +156,14 @@ pub(crate) enum Counter {
     /// segmented datagram held for the pass its last piece runs (a burst
     /// costs the QP one pass).
     RcvdHeld,
+    /// Requester: packets the local stack refused (a full queue: veth's
+    /// backlog, a qdisc), taken back and sent again when it has drained,
+    /// not lost (each is also a `SendErr`).
+    SendRequeued,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::RcvdHeld as usize + 1;
+const COUNT: usize = Counter::SendRequeued as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -219,6 +223,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"mp_session_timeouts"),
     StatDesc::new(c"ack_requests"),
     StatDesc::new(c"rcvd_held"),
+    StatDesc::new(c"send_requeued"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

@@ -110,6 +110,11 @@ fn ack_coalesce(a: &crate::rdma::qp::QpAttrs) -> u32 {
     ACK_COALESCE.min(a.caps.max_send_wr / 2).max(1)
 }
 
+/// How long a requester whose packet the local stack refused waits before
+/// it tries again if nothing else runs a pass first, in µs: about what
+/// veth's backlog of a few hundred packets takes to drain here.
+const TX_REFUSED_RETRY_US: u64 = 200;
+
 /// Largest payload of one packet (path MTU 4096).
 const MAX_PAYLOAD: usize = 4096;
 
@@ -418,6 +423,10 @@ pub(crate) struct RcState {
     ack_coalesce: u32,
     /// A WQE that failed locally and the status it completes with.
     local_error: Option<(u32, WcStatus)>,
+    /// The local stack refused a request packet: the requester holds it
+    /// ([`crate::roce::requester::SendQueueWith::hold`]) and the next
+    /// pass sends it first.
+    tx_refused: bool,
     /// The status of the last WQE taken from the ring, which failed before
     /// the requester saw it (malformed, or refused by the requester): it
     /// completes with this status when the QP enters the error state.
@@ -531,6 +540,7 @@ impl RcState {
                 taken: 0,
                 ack_coalesce: ack_coalesce(a),
                 local_error: None,
+                tx_refused: false,
                 unposted_error: None,
                 recv,
                 scratch,
@@ -806,14 +816,22 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         };
         // Nothing new went out to ask (or a signaled local operation
         // waits for the unasked packets): the newest is resent asking.
-        if rc.sq.asks_with_next_packet() || rc.sq.ack_request_now() {
+        // Not while a packet is held (refused by the stack, or waiting for
+        // a page fault): it asks when it goes.
+        let ask_now = rc.sq.asks_with_next_packet() || rc.sq.ack_request_now();
+        if ask_now && !rc.sq.is_held() {
             request_ack(qp, &mut inner.routes, rc);
-        } else if asks_next {
+        } else if asks_next && !rc.sq.asks_with_next_packet() {
             // A new packet asked.
             counters.inc(Counter::AckRequests);
         }
+        let wake_in = if rc.tx_refused {
+            Some(quiet_in.map_or(TX_REFUSED_RETRY_US, |us| us.min(TX_REFUSED_RETRY_US)))
+        } else {
+            quiet_in
+        };
         rc.timers
-            .update(now, &rc.sq, polled.keep_polling, quiet_in, shared);
+            .update(now, &rc.sq, polled.keep_polling, wake_in, shared);
         let policy = rc.sessions.policy();
         rc.sessions.state_changes(|id, s, f| {
             crate::sroce::session_events::report(
@@ -893,7 +911,11 @@ fn receive_batch(
 fn sends_waiting(inner: &QpInner) -> bool {
     matches!(inner.attrs.state, QpState::Rts)
         && inner.rc.as_ref().is_some_and(|rc| {
-            rc.sq.has_room() && !rc.sq.is_error() && inner.rings.send.pending() > rc.taken
+            // A refused packet waits for the timer, not a pass at once.
+            !rc.tx_refused
+                && rc.sq.has_room()
+                && !rc.sq.is_error()
+                && inner.rings.send.pending() > rc.taken
         })
 }
 

@@ -287,6 +287,10 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             }
         }
     }
+    if core::mem::take(&mut rc.tx_refused) {
+        // The packet the stack refused last time goes first.
+        rc.sq.resume();
+    }
     let now_us = rc.now_us(now);
     let mtu = rc.sq.config().mtu.bytes();
     // Several sessions keep an ACK per message: their windows, losses and
@@ -379,8 +383,21 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             rc.sessions.want_replace(sid);
         }
         match send_request(qp, dev, routes, &mut burst, rc, &p, &flow) {
-            Ok(()) if p.retransmit => dev.data().io.counters.inc(Counter::RetransmittedPkts),
-            Ok(()) => {}
+            // The local stack refused it (its queue is full: veth's
+            // backlog, a qdisc): taken back, not lost, and sending stops
+            // until the queue has drained (the next pass: an ACK, a
+            // doorbell, or the wake-up `run_pass` sets), as rxe's
+            // requester backs off. Counted as lost it would be resent only
+            // after a NAK or a timeout, going back N into the same full
+            // queue. (Several sessions keep their own accounts of what
+            // went where: there it stays a loss.)
+            Ok(Sent::Refused) if !rc.sessions.is_multi() && rc.sq.hold(&p) => {
+                dev.data().io.counters.inc(Counter::SendRequeued);
+                rc.tx_refused = true;
+                break;
+            }
+            Ok(_) if p.retransmit => dev.data().io.counters.inc(Counter::RetransmittedPkts),
+            Ok(_) => {}
             Err(BufferError::NotPresent(f)) => {
                 hold_for_fault(rc, faults, &p, f);
                 break;
@@ -414,6 +431,16 @@ fn note_taken(rc: &mut RcState) {
     rc.taken += 1;
 }
 
+/// What became of a request packet handed to [`send_request`].
+pub(super) enum Sent {
+    /// Sent, joined to a burst, or lost on the way out (no route, no
+    /// memory: counted, the retransmit timer's job).
+    Out,
+    /// Sent alone and refused by the local stack's full queue (`ENOBUFS`,
+    /// counted as a send error): it can go again once the queue drains.
+    Refused,
+}
+
 /// Sends request packet `p` along `flow`, in `burst` with the packets of
 /// its message around it.
 pub(super) fn send_request(
@@ -424,7 +451,7 @@ pub(super) fn send_request(
     rc: &RcState,
     p: &RequestPacket,
     flow: &io::Flow,
-) -> core::result::Result<(), BufferError> {
+) -> core::result::Result<Sent, BufferError> {
     let Some(Some(w)) = rc.wqes.get(p.tag as usize % SQ_DEPTH) else {
         return Err(WcStatus::LocQpOpErr.into());
     };
@@ -507,8 +534,7 @@ pub(super) fn send_request(
     });
     match (r, local) {
         (_, Some(s)) => Err(s),
-        // Lost on the way out (no route, no memory): counted; the
-        // retransmit timer's job once there is one.
-        _ => Ok(()),
+        (Err(e), None) if e == ENOBUFS => Ok(Sent::Refused),
+        _ => Ok(Sent::Out),
     }
 }

@@ -632,11 +632,13 @@ impl<S: SlotStore> SendQueueWith<S> {
         None
     }
 
-    /// The driver could not build `p`, the packet
-    /// [`SendQueueWith::next_packet`] just returned, because its local data
-    /// is not present (an on-demand paged region): it is taken back and
-    /// nothing is sent until [`SendQueueWith::resume`], after which
-    /// `next_packet` returns it again. On an unacknowledged (UC) queue,
+    /// The driver could not send `p`, the packet
+    /// [`SendQueueWith::next_packet`] just returned: its local data is not
+    /// present (an on-demand paged region), or the local stack refused it
+    /// (a full queue). It is taken back and nothing is sent until
+    /// [`SendQueueWith::resume`], after which `next_packet` returns it
+    /// again, asking for an ACK if it did (the ACK-request count is as if
+    /// it had not been handed out). On an unacknowledged (UC) queue,
     /// which counted the packet as done when it handed it out, that is
     /// undone too: a request whose last packet it was is no longer
     /// complete. False (nothing changed) in the error state, or for a
@@ -670,6 +672,16 @@ impl<S: SlotStore> SendQueueWith<S> {
         if !p.retransmit {
             // It was the newest packet: everything before it went out.
             self.sent_end = p.psn;
+            if p.ack_req {
+                // Its request went nowhere (`requested_end` now lies past
+                // `sent_end`): made again when it goes out.
+                self.ask_next = true;
+            } else {
+                self.unrequested = self.unrequested.saturating_sub(1);
+                if p.operation.position().ends_message() {
+                    self.unrequested_messages = self.unrequested_messages.saturating_sub(1);
+                }
+            }
         }
         self.held = true;
         true
@@ -968,6 +980,40 @@ mod tests {
         sq.post(unsignaled(2, WqeOp::Write, 10)).unwrap();
         assert_eq!(asking(&mut sq), Vec::<usize>::new());
         assert!(sq.wants_ack_request());
+    }
+
+    #[test]
+    fn a_packet_taken_back_goes_out_again_as_it_went() {
+        // With 8 slots every 4th unsignaled message asks.
+        let mut sq = coalescing_16();
+        for tag in 0..4 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+        }
+        let sent = drain(&mut sq);
+        assert_eq!(
+            sent.iter().map(|p| p.ack_req).collect::<Vec<_>>(),
+            [false, false, false, true]
+        );
+        // The 4th is refused and taken back: its request is not in flight,
+        // nothing goes out while held, then it asks again.
+        assert!(sq.hold(&sent[3]));
+        assert_eq!(sq.next_packet(), None);
+        sq.resume();
+        assert_eq!(sq.next_packet(), Some(sent[3]));
+        assert!(!sq.wants_ack_request());
+        // An unasked one taken back leaves the count as it was: the 4th
+        // message still asks, not the 3rd sent again.
+        acked_through(&mut sq, 3);
+        for tag in 4..7 {
+            sq.post(unsignaled(tag, WqeOp::Write, 10)).unwrap();
+        }
+        let sent = drain(&mut sq);
+        assert!(sent.iter().all(|p| !p.ack_req));
+        assert!(sq.hold(&sent[2]));
+        sq.resume();
+        assert_eq!(sq.next_packet(), Some(sent[2]));
+        sq.post(unsignaled(7, WqeOp::Write, 10)).unwrap();
+        assert_eq!(asking(&mut sq), [0]);
     }
 
     #[test]
