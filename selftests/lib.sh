@@ -738,6 +738,9 @@ link_devices() {
 	G2=$(gid_index "$DEV2" "${2:-10.77.1.2}")
 }
 
+# hw_counter DEV NAME: port 1's hardware counter NAME of rdma device DEV.
+hw_counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+
 # checks_pass PROG ARGS...: runs selftests/progs/PROG (in the initial
 # namespace, which sees every device and its counters), prints its lines
 # but the passing checks, and requires its "all checks passed".

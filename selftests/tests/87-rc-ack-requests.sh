@@ -16,8 +16,6 @@ command -v ib_write_bw >/dev/null || skip "perftest is not installed"
 two_devices
 g1=$G1 g2=$G2
 
-hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
-
 # ib_write_bw of N 64-byte WRITEs from sroce2 to sroce1 with CQ moderation
 # MOD. Every packet sroce1 (the responder) sends has a cause: a new packet
 # that asked (the 16th unsignaled message since the last that asked, or a
@@ -27,15 +25,15 @@ hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 # sequence NAK (out_of_seq_request). ACKS: what sroce1 sent; BOUND: that.
 write_bw_acks() {
 	local n=$1 mod=$2 sent asked resent naks
-	sent=$(hw sroce1 sent_pkts) asked=$(hw sroce2 ack_requests)
-	resent=$(hw sroce2 retransmitted_pkts) naks=$(hw sroce1 out_of_seq_request)
+	sent=$(hw_counter sroce1 sent_pkts) asked=$(hw_counter sroce2 ack_requests)
+	resent=$(hw_counter sroce2 retransmitted_pkts) naks=$(hw_counter sroce1 out_of_seq_request)
 	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -n $n -s 64 -Q $mod -F" \
 		h2 "ib_write_bw -d sroce2 -x $g2 -n $n -s 64 -Q $mod -F 10.77.1.1"
 	assert_match "$CLIENT_OUT" "^ *64 +$n +$PERF_NUM +$PERF_NUM" "ib_write_bw -n $n -Q $mod result line"
-	ACKS=$(($(hw sroce1 sent_pkts) - sent))
-	asked=$(($(hw sroce2 ack_requests) - asked))
-	resent=$(($(hw sroce2 retransmitted_pkts) - resent))
-	naks=$(($(hw sroce1 out_of_seq_request) - naks))
+	ACKS=$(($(hw_counter sroce1 sent_pkts) - sent))
+	asked=$(($(hw_counter sroce2 ack_requests) - asked))
+	resent=$(($(hw_counter sroce2 retransmitted_pkts) - resent))
+	naks=$(($(hw_counter sroce1 out_of_seq_request) - naks))
 	BOUND=$((n / 16 + n / mod + 2 + asked + resent + naks))
 	log "ib_write_bw -n $n -Q $mod: sroce1 sent $ACKS packets; sroce2 asked after a pause $asked times, resent $resent; sroce1 sent $naks sequence NAKs"
 }
@@ -47,15 +45,15 @@ write_bw_acks 300 1
 ((ACKS >= 300)) || fail "300 signaled WRITEs drew $ACKS ACKs (want one each)"
 
 # Five unsignaled WRITEs and a pause: asked for once, no timeout.
-asked=$(hw sroce2 ack_requests) timeouts=$(hw sroce2 local_ack_timeout_err)
+asked=$(hw_counter sroce2 ack_requests) timeouts=$(hw_counter sroce2 local_ack_timeout_err)
 SROCE_QP_TIMEOUT=22 bg_in - "$TEST_TMP/tail.log" "$SROCE_BIN/rc_tail" sroce2 "$g2" sroce1 "$g1" 5 $((3 * SCALE))
 tail_pid=$BG_PID
 retry 20 grep -q '^paused' "$TEST_TMP/tail.log" || fail "rc_tail did not post: $(cat "$TEST_TMP/tail.log")"
-retry 3 test "$(hw sroce2 ack_requests)" -gt "$asked" ||
+retry 3 test "$(hw_counter sroce2 ack_requests)" -gt "$asked" ||
 	fail "the 5 unsignaled WRITEs were not asked about during the pause"
 rc=0
 wait "$tail_pid" || rc=$?
 cat "$TEST_TMP/tail.log"
 ((rc == 0)) || fail "rc_tail failed ($rc)"
-assert_eq 1 "$(($(hw sroce2 ack_requests) - asked))" "ACK requests for one paused tail"
-assert_eq 0 "$(($(hw sroce2 local_ack_timeout_err) - timeouts))" "transport timeouts"
+assert_eq 1 "$(($(hw_counter sroce2 ack_requests) - asked))" "ACK requests for one paused tail"
+assert_eq 0 "$(($(hw_counter sroce2 local_ack_timeout_err) - timeouts))" "transport timeouts"

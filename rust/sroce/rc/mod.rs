@@ -115,6 +115,13 @@ fn ack_coalesce(a: &crate::rdma::qp::QpAttrs) -> u32 {
 /// veth's backlog of a few hundred packets takes to drain here.
 const TX_REFUSED_RETRY_US: u64 = 200;
 
+/// Refusals of the local stack in a row after which a refused packet is
+/// counted lost instead of taken back (about 20 ms of wake-ups): a queue
+/// that never drains (a qdisc dropping everything) then ends in the
+/// transport timer's retries and their error, as a dead link does, instead
+/// of the requester trying again forever.
+pub(super) const TX_REFUSED_MAX: u32 = 100;
+
 /// Largest payload of one packet (path MTU 4096).
 const MAX_PAYLOAD: usize = 4096;
 
@@ -427,6 +434,8 @@ pub(crate) struct RcState {
     /// ([`crate::roce::requester::SendQueueWith::hold`]) and the next
     /// pass sends it first.
     tx_refused: bool,
+    /// Packets refused in a row since one went out ([`TX_REFUSED_MAX`]).
+    tx_refusals: u32,
     /// The status of the last WQE taken from the ring, which failed before
     /// the requester saw it (malformed, or refused by the requester): it
     /// completes with this status when the QP enters the error state.
@@ -541,6 +550,7 @@ impl RcState {
                 ack_coalesce: ack_coalesce(a),
                 local_error: None,
                 tx_refused: false,
+                tx_refusals: 0,
                 unposted_error: None,
                 recv,
                 scratch,

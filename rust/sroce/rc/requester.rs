@@ -6,7 +6,7 @@
 
 use super::{
     payload::{burst_packet, gather, send_packet, BufferError},
-    RcState, Requester, SQ_DEPTH,
+    RcState, Requester, SQ_DEPTH, TX_REFUSED_MAX,
 };
 use crate::net::route::RouteCache;
 use crate::rdma::{
@@ -390,14 +390,24 @@ pub(super) fn send(qp: &Qp<SroceDevice>, inner: &mut QpInner, now: Now) {
             // requester backs off. Counted as lost it would be resent only
             // after a NAK or a timeout, going back N into the same full
             // queue. (Several sessions keep their own accounts of what
-            // went where: there it stays a loss.)
-            Ok(Sent::Refused) if !rc.sessions.is_multi() && rc.sq.hold(&p) => {
+            // went where: there it stays a loss; so it does once the queue
+            // refused `TX_REFUSED_MAX` in a row.)
+            Ok(Sent::Refused)
+                if rc.tx_refusals < TX_REFUSED_MAX && !rc.sessions.is_multi() && rc.sq.hold(&p) =>
+            {
                 dev.data().io.counters.inc(Counter::SendRequeued);
                 rc.tx_refused = true;
+                rc.tx_refusals += 1;
                 break;
             }
-            Ok(_) if p.retransmit => dev.data().io.counters.inc(Counter::RetransmittedPkts),
-            Ok(_) => {}
+            Ok(sent) => {
+                if matches!(sent, Sent::Out) {
+                    rc.tx_refusals = 0;
+                }
+                if p.retransmit {
+                    dev.data().io.counters.inc(Counter::RetransmittedPkts);
+                }
+            }
             Err(BufferError::NotPresent(f)) => {
                 hold_for_fault(rc, faults, &p, f);
                 break;
