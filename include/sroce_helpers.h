@@ -31,6 +31,8 @@ void sroce_spin_lock_bh(spinlock_t *lock);
 void sroce_spin_unlock_bh(spinlock_t *lock);
 bool sroce_spin_trylock_bh(spinlock_t *lock);
 bool sroce_bh_lockable(void);
+void sroce_preempt_disable(void);
+void sroce_preempt_enable(void);
 
 /* Memory regions: key table, pinned pages, their mapping. */
 void sroce_xa_init_alloc(struct xarray *xa);

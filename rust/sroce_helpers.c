@@ -548,6 +548,16 @@ bool sroce_bh_lockable(void)
 	return !in_hardirq() && !in_nmi() && !irqs_disabled();
 }
 
+void sroce_preempt_disable(void)
+{
+	preempt_disable();
+}
+
+void sroce_preempt_enable(void)
+{
+	preempt_enable();
+}
+
 /*
  * On-demand paging. The RDMA core's ODP umem registers an MMU interval
  * notifier and faults pages in through HMM; sroce keeps its own

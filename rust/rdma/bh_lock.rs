@@ -80,3 +80,31 @@ pub(crate) fn bottom_halves_can_be_disabled() -> bool {
     // SAFETY: reads the current CPU's context; no preconditions.
     unsafe { super::bindings::sroce_bh_lockable() }
 }
+
+/// Keeps the task on its CPU, not preempted, while it lives
+/// (`preempt_disable()`): what follows an unlock of a [`SpinLockBh`] then
+/// runs on the CPU that ran the softirqs the unlock let through, before
+/// any other task there. Holders must not sleep.
+pub(crate) struct NoPreemption {
+    /// Not `Send`: enabled again on the CPU it was disabled on.
+    _not_send: core::marker::PhantomData<*mut ()>,
+}
+
+impl NoPreemption {
+    /// Disables preemption until the value is dropped.
+    pub(crate) fn new() -> Self {
+        // SAFETY: no preconditions; balanced by `drop` on this task, which
+        // cannot move to another CPU meanwhile.
+        unsafe { super::bindings::sroce_preempt_disable() };
+        Self {
+            _not_send: core::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for NoPreemption {
+    fn drop(&mut self) {
+        // SAFETY: preemption was disabled by `new` on this task.
+        unsafe { super::bindings::sroce_preempt_enable() };
+    }
+}

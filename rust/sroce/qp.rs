@@ -405,6 +405,7 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
         qp.data().shared.schedule();
         return Ok(());
     };
+    let sent_before = super::rc::sent_so_far(qp);
     let r = match inner.attrs.state {
         QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
         QpState::Err => {
@@ -413,14 +414,15 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
             Ok(())
         }
         _ => {
-            super::rc::run_pass(qp, &mut inner);
+            super::rc::run_pass(qp, &mut inner, super::rc::PassContext::Task);
             Ok(())
         }
     };
     let retired = inner.take_retired();
-    drop(inner);
+    // A process's doorbell: its pass's packets are delivered by the unlock.
+    super::rc::unlock_after_pass(qp, inner, sent_before);
     drop(retired);
-    super::rc::answer_doorbell(qp);
+    super::rc::answer_doorbell(qp, super::rc::PassContext::Task);
     r
 }
 

@@ -243,6 +243,11 @@ impl IoCounters {
         self.add(c, 1);
     }
 
+    /// The value of `c`.
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        self.0[c as usize].load(Ordering::Relaxed)
+    }
+
     /// Adds `n` to `c`.
     pub(crate) fn add(&self, c: Counter, n: u64) {
         self.0[c as usize].fetch_add(n, Ordering::Relaxed);

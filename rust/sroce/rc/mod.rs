@@ -11,7 +11,9 @@
 //! doorbell of the process; and the QP's work item, which takes whatever
 //! the other two could not (the QP was busy, packets queued up, budgets
 //! ran out) and what may sleep. The QP's timer ([`super::rc_timers`]) only
-//! schedules the work item.
+//! schedules the work item. Request packets leave only from process
+//! context, one CPU's at a time ([`delivery`]): a softirq pass leaves
+//! them to the doorbell's pass or the work item.
 //!
 //! This file holds the QP's state and one pass of its work item (timers,
 //! received packets, new send work, completions); the pass hands each job
@@ -22,6 +24,7 @@
 //! - [`payload`]: bytes between local buffers and packets (also for UD).
 
 mod completer;
+mod delivery;
 mod multipath;
 mod payload;
 mod requester;
@@ -29,6 +32,7 @@ mod responder;
 
 pub(crate) use completer::enter_error;
 use completer::{complete_sends, on_response};
+pub(crate) use delivery::PassContext;
 pub(crate) use multipath::prepare as prepare_multipath;
 pub(crate) use payload::{gather, scatter, send_packet, BufferError};
 use requester::{count_action, go_back, request_ack, send, send_duplicate_probe};
@@ -48,6 +52,7 @@ use super::{
 use crate::net::addr::IpAddr;
 use crate::rdma::{
     av::AddressVector,
+    bh_lock::{NoPreemption, SpinLockBhGuard},
     device::Device,
     qp::{Qp, QpLink, QpState, QpType},
     wc::WcStatus,
@@ -141,7 +146,23 @@ pub(crate) struct QpShared {
     rx: SpinLockIrq<RxQueue>,
     /// A send doorbell found the QP's lock taken: whoever held it runs a
     /// pass for the new WQEs once it lets go (see [`answer_doorbell`]).
+    /// Also raised by a pass that left its new packets to another CPU's
+    /// delivery, which answers it when it is done.
     doorbell: AtomicBool,
+    /// Which CPU is delivering what a pass sent, if any: passes elsewhere
+    /// send nothing new until then (in order across CPUs).
+    delivery: delivery::Delivery,
+}
+
+/// Whether a pass sends its request packets ([`QpShared::leaves_requests`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leave {
+    /// It sends them.
+    No,
+    /// The pass of the CPU delivering answers the doorbell flag.
+    ToDelivery,
+    /// No pass in process context will come by itself: the work item.
+    ToWorker,
 }
 
 /// What became of a received packet offered to a QP.
@@ -219,6 +240,7 @@ impl QpShared {
             try_pin_init!(Self {
                 link <- QpLink::new(),
                 doorbell: AtomicBool::new(false),
+                delivery: delivery::Delivery::new(),
                 work <- new_work!("sroce::qp_work"),
                 timer <- HrTimer::new(),
                 rx <- new_spinlock_irq!(
@@ -308,10 +330,12 @@ impl QpShared {
             let Some(mut inner) = qp.data().try_lock() else {
                 return (false, false);
             };
-            run_pass(qp, &mut inner);
+            run_pass(qp, &mut inner, PassContext::Receive);
             let left = leaves_work(&inner);
             drop(inner);
-            answer_doorbell(qp);
+            // What a doorbell rang for meanwhile is sent from process
+            // context (`delivery`): by the pass this softirq runs in the
+            // unlock of, or the work item the doorbell scheduled.
             (true, left)
         });
         let (ran, left) = ran.unwrap_or((false, false));
@@ -324,7 +348,38 @@ impl QpShared {
     /// Notes a send doorbell that found the QP's lock taken; the caller
     /// also schedules the work item, in case the holder was not a pass.
     pub(crate) fn ring_doorbell(&self) {
-        self.doorbell.store(true, Ordering::Release);
+        self.doorbell.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a pass in `ctx` (with the QP locked) leaves the request
+    /// packets it has (`waiting`) to another pass ([`delivery`]): from the
+    /// receive softirq, to process context; elsewhere, while another CPU
+    /// delivers what a pass sent, to the pass that CPU runs when done. If
+    /// so the doorbell flag is up for that pass.
+    fn leaves_requests(&self, ctx: PassContext, waiting: bool) -> Leave {
+        match ctx {
+            PassContext::Receive if waiting => {
+                self.ring_doorbell();
+                // Checked with the flag up: a delivery that ended in
+                // between may have looked at the flag before it was.
+                if self.delivery.any() {
+                    Leave::ToDelivery
+                } else {
+                    Leave::ToWorker
+                }
+            }
+            PassContext::Task | PassContext::Consumer if self.delivery.elsewhere() => {
+                self.ring_doorbell();
+                // Again with the flag up (as above): if it ended, this
+                // pass sends, and the flag costs one more pass.
+                if self.delivery.elsewhere() {
+                    Leave::ToDelivery
+                } else {
+                    Leave::No
+                }
+            }
+            _ => Leave::No,
+        }
     }
 
     /// Schedules the work item (no-op if it is already queued or the QP is
@@ -657,34 +712,81 @@ impl RcState {
 
 /// Runs a pass now if the QP is idle; false if it was busy or the pass
 /// left something that needs process context, for the work item (the
-/// caller schedules it). Any context where bottom halves can be disabled.
+/// caller schedules it). Any context where bottom halves can be disabled
+/// (a kernel consumer's doorbell: its context is not known, so what the
+/// pass sends is not marked as delivering, see [`delivery`]).
 pub(crate) fn try_pass(qp: &Qp<SroceDevice>) -> bool {
     let Some(mut inner) = qp.data().try_lock() else {
         return false;
     };
-    run_pass(qp, &mut inner);
+    run_pass(qp, &mut inner, PassContext::Consumer);
     let left = leaves_work(&inner);
     drop(inner);
-    answer_doorbell(qp);
+    answer_doorbell(qp, PassContext::Consumer);
     !left
 }
 
-/// After a pass let go of the QP: if a send doorbell found the lock taken
-/// meanwhile, runs one more pass for its WQEs at once, so they do not wait
-/// for the work item the doorbell also scheduled (which then finds them
-/// gone). A new holder, if there is one, leaves them to that work item.
-pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>) {
+/// Packets the QP's device has sent so far: a pass that changed the count
+/// sent (or another QP of the device did meanwhile: one needless mark).
+pub(crate) fn sent_so_far(qp: &Qp<SroceDevice>) -> u64 {
+    qp.device().data().io.counters.get(Counter::SentPkts)
+}
+
+/// Lets go of the QP after a pass in process context. If the device sent
+/// since `sent_before` ([`sent_so_far`] before the pass), the QP is marked
+/// as delivering from this CPU until the unlock, which runs this CPU's
+/// softirqs, has delivered it: passes on other CPUs send nothing new
+/// meanwhile ([`delivery`]); the caller answers them
+/// ([`answer_doorbell`]).
+pub(crate) fn unlock_after_pass(
+    qp: &Qp<SroceDevice>,
+    inner: SpinLockBhGuard<'_, QpInner>,
+    sent_before: u64,
+) {
     let shared = qp.data().shared();
-    if !shared.doorbell.swap(false, Ordering::AcqRel) {
+    let Some(delivering) = (sent_so_far(qp) != sent_before)
+        .then(|| shared.delivery.begin())
+        .flatten()
+    else {
+        drop(inner);
+        return;
+    };
+    // The mark is cleared on the CPU whose softirqs delivered, before
+    // another task there could run with it still set.
+    let pinned = NoPreemption::new();
+    drop(inner);
+    shared.delivery.end(delivering);
+    drop(pinned);
+}
+
+/// After a pass let go of the QP: if a send doorbell found the lock taken
+/// meanwhile, or a pass on another CPU left its new packets to this one's
+/// delivery, runs one more pass for them at once, so they do not wait for
+/// the work item. If the QP is taken again, the flag stays up for its
+/// holder and the work item is scheduled (the holder may not be a pass).
+/// `ctx`: the caller's (a task marks what its pass sent as delivering,
+/// [`unlock_after_pass`]).
+pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
+    let shared = qp.data().shared();
+    if !shared.doorbell.swap(false, Ordering::SeqCst) {
         return;
     }
     let Some(mut inner) = qp.data().try_lock() else {
+        shared.ring_doorbell();
+        shared.schedule();
         return;
     };
-    run_pass(qp, &mut inner);
+    let sent_before = sent_so_far(qp);
+    run_pass(qp, &mut inner, ctx);
     let left = leaves_work(&inner);
-    drop(inner);
-    if left {
+    if ctx == PassContext::Task {
+        unlock_after_pass(qp, inner, sent_before);
+    } else {
+        drop(inner);
+    }
+    // Raised again during this pass or its delivery: the work item
+    // answers (no loop here).
+    if left || shared.doorbell.load(Ordering::SeqCst) {
         shared.schedule();
     }
 }
@@ -709,20 +811,21 @@ fn run(qp: &Qp<SroceDevice>) {
     super::ud_sessions::build_wanted(qp);
     super::rc_sessions::replace_wanted(qp);
     prepare_multipath(qp);
+    let sent_before = sent_so_far(qp);
     let mut guard = qp.data().lock();
-    run_pass(qp, &mut guard);
+    run_pass(qp, &mut guard, PassContext::Task);
     // The pass tried again what waited for a fault that failed.
     guard.faults.forget_failed();
     let retired = guard.take_retired();
-    drop(guard);
+    unlock_after_pass(qp, guard, sent_before);
     drop(retired);
-    answer_doorbell(qp);
+    answer_doorbell(qp, PassContext::Task);
 }
 
 /// One pass over the QP, with it locked: due timers, received packets,
 /// then new send work, completions and the timers for what is outstanding.
 /// Bounded (see the budgets); what is left schedules the work item.
-pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
+pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassContext) {
     let shared = qp.data().shared();
     let counters = &qp.device().data().io.counters;
     super::qp::check_cq_overrun(qp, inner);
@@ -782,7 +885,12 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     // Completions first: the ACKs just received free send-queue slots that
     // this pass's `send` can fill from the ring at once.
     complete_sends(qp, inner, now);
-    send(qp, inner, now);
+    // Request packets leave in order across CPUs (`delivery`): perhaps
+    // from another pass.
+    let leave = shared.leaves_requests(ctx, requests_waiting(inner));
+    if leave == Leave::No {
+        send(qp, inner, now);
+    }
     complete_sends(qp, inner, now);
     // Room freed after `send` looked (local operations performed, ACKs that
     // retired the whole window) would otherwise wait for a doorbell or a
@@ -790,7 +898,8 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     // work still in the ring posts nothing.
     // A page fault this pass stopped on is resolved by the work item.
     let mut more = more
-        || sends_waiting(inner)
+        || leave == Leave::ToWorker
+        || (leave == Leave::No && sends_waiting(inner))
         || inner.faults.any()
         || inner
             .rc
@@ -830,7 +939,12 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
         // a page fault): it asks when it goes.
         let ask_now = rc.sq.asks_with_next_packet() || rc.sq.ack_request_now();
         if ask_now && !rc.sq.is_held() {
-            request_ack(qp, &mut inner.routes, rc);
+            // A request packet too: left as the others are.
+            match shared.leaves_requests(ctx, true) {
+                Leave::No => request_ack(qp, &mut inner.routes, rc),
+                Leave::ToDelivery => {}
+                Leave::ToWorker => more = true,
+            }
         } else if asks_next && !rc.sq.asks_with_next_packet() {
             // A new packet asked.
             counters.inc(Counter::AckRequests);
@@ -927,6 +1041,16 @@ fn sends_waiting(inner: &QpInner) -> bool {
                 && !rc.sq.is_error()
                 && inner.rings.send.pending() > rc.taken
         })
+}
+
+/// Whether the requester has work for [`send`]: WQEs to take, packets
+/// to send or resend, a refused packet to send again, a local operation.
+fn requests_waiting(inner: &QpInner) -> bool {
+    sends_waiting(inner)
+        || inner
+            .rc
+            .as_ref()
+            .is_some_and(|rc| rc.tx_refused || rc.sq.has_unsent() || rc.sq.resending())
 }
 
 /// Whether the receive side waits for a page fault to be resolved (the

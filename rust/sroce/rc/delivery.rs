@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A QP's request packets in order across CPUs.
+//!
+//! A pass sends under the QP's lock, with bottom halves off, so what it
+//! sends waits in the sending CPU's queues (veth's per-CPU backlog) until
+//! that CPU lets go of the lock and runs its softirqs; a pass in the
+//! receive softirq sends into the backlog its CPU is working through. A
+//! pass on another CPU that sends meanwhile has its later PSNs delivered
+//! first: the responder NAKs them and go-back-N resends what was still
+//! queued, whose stale copies then overflow the responder's queue
+//! (`docs/performance.md`, "Request packets in order across CPUs"). rxe
+//! sends from its work item with bottom halves on, each packet delivered
+//! as it leaves.
+//!
+//! So:
+//! - a pass in the receive softirq ([`PassContext::Receive`]) sends no
+//!   request packets: it leaves them to process context, the pass whose
+//!   unlock it runs in (same CPU, answered after the unlock) or else the
+//!   QP's work item;
+//! - a pass in process context ([`PassContext::Task`]) that sent marks the
+//!   QP as delivering from its CPU until its unlock has run that CPU's
+//!   softirqs (preemption off until the mark is cleared); a pass on
+//!   another CPU meanwhile leaves its new packets to the pass the
+//!   delivering CPU runs when done ([`super::answer_doorbell`]).
+//!
+//! The doorbell flag carries both hand-overs. Not covered: a kernel
+//! consumer's doorbell ([`PassContext::Consumer`], any context), and
+//! replies (ACKs are cumulative; READ responses still leave from
+//! whichever pass answers).
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::cpu::CpuId;
+
+/// Where a pass runs, which decides what it may send.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PassContext {
+    /// The receive softirq: request packets are left to process context.
+    Receive,
+    /// Process context (a process's doorbell, the work item): what the
+    /// pass sent is marked as delivering until its unlock returned.
+    Task,
+    /// A kernel consumer's doorbell, in whatever context it posts from:
+    /// sends, unmarked.
+    Consumer,
+}
+
+/// Which CPU, if any, is delivering what a pass of the QP sent.
+pub(crate) struct Delivery {
+    /// The CPU's number plus one; 0 when none is.
+    cpu: AtomicU32,
+}
+
+/// A delivery begun by [`Delivery::begin`], ended by [`Delivery::end`].
+#[must_use]
+pub(crate) struct Delivering(u32);
+
+impl Delivery {
+    /// No delivery.
+    pub(crate) const fn new() -> Self {
+        Self {
+            cpu: AtomicU32::new(0),
+        }
+    }
+
+    fn this_cpu() -> u32 {
+        CpuId::current().as_u32() + 1
+    }
+
+    /// Marks this CPU as delivering what the pass sent: called with the
+    /// QP locked (the next holder sees it), in process context. None if
+    /// another CPU still is (this pass then sent no new requests, only
+    /// replies: the other delivery stays marked).
+    pub(crate) fn begin(&self) -> Option<Delivering> {
+        // The lock keeps the task on this CPU until the unlock.
+        let mark = Self::this_cpu();
+        match self
+            .cpu
+            .compare_exchange(0, mark, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => Some(Delivering(mark)),
+            Err(cpu) if cpu == mark => Some(Delivering(mark)),
+            Err(_) => None,
+        }
+    }
+
+    /// Ends the delivery once the unlock returned, still on its CPU.
+    pub(crate) fn end(&self, d: Delivering) {
+        let _ = self
+            .cpu
+            .compare_exchange(d.0, 0, Ordering::SeqCst, Ordering::Relaxed);
+    }
+
+    /// Whether another CPU is delivering what a pass of the QP sent.
+    pub(crate) fn elsewhere(&self) -> bool {
+        let cpu = self.cpu.load(Ordering::SeqCst);
+        cpu != 0 && cpu != Self::this_cpu()
+    }
+
+    /// Whether any CPU is (this one: the receive softirq runs inside the
+    /// unlock of the pass that sent, which answers once it returns).
+    pub(crate) fn any(&self) -> bool {
+        self.cpu.load(Ordering::SeqCst) != 0
+    }
+}
