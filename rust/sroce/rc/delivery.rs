@@ -15,9 +15,12 @@
 //!
 //! So:
 //! - a pass in the receive softirq ([`PassContext::Receive`]) sends no
-//!   request packets: it leaves them to process context, the pass whose
-//!   unlock it runs in (same CPU, answered after the unlock) or else the
-//!   QP's work item;
+//!   request packets while any the QP sent are unacknowledged (they may
+//!   still be queued somewhere): it leaves them to process context, the
+//!   pass whose unlock it runs in (same CPU, answered after the unlock)
+//!   or else the QP's work item. With nothing in flight it sends (a
+//!   ping-pong's next message, posted while the softirq pass held the QP,
+//!   goes out without a hop);
 //! - a pass in process context ([`PassContext::Task`]) that sent marks the
 //!   QP as delivering from its CPU until its unlock has run that CPU's
 //!   softirqs (preemption off until the mark is cleared); a pass on
@@ -35,7 +38,8 @@ use kernel::cpu::CpuId;
 /// Where a pass runs, which decides what it may send.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PassContext {
-    /// The receive softirq: request packets are left to process context.
+    /// The receive softirq: request packets are left to process context
+    /// while others are in flight.
     Receive,
     /// Process context (a process's doorbell, the work item): what the
     /// pass sent is marked as delivering until its unlock returned.

@@ -333,9 +333,11 @@ impl QpShared {
             run_pass(qp, &mut inner, PassContext::Receive);
             let left = leaves_work(&inner);
             drop(inner);
-            // What a doorbell rang for meanwhile is sent from process
-            // context (`delivery`): by the pass this softirq runs in the
-            // unlock of, or the work item the doorbell scheduled.
+            // A doorbell that rang meanwhile (a ping-pong's answer, posted
+            // as its process saw this pass's completion) is answered here
+            // while nothing of the QP's is in flight; else from process
+            // context (`delivery`).
+            answer_doorbell(qp, PassContext::Receive);
             (true, left)
         });
         let (ran, left) = ran.unwrap_or((false, false));
@@ -353,12 +355,14 @@ impl QpShared {
 
     /// Whether a pass in `ctx` (with the QP locked) leaves the request
     /// packets it has (`waiting`) to another pass ([`delivery`]): from the
-    /// receive softirq, to process context; elsewhere, while another CPU
+    /// receive softirq, to process context, unless nothing the QP sent is
+    /// unacknowledged (`in_flight`) and no CPU is delivering (nothing to
+    /// overtake: a ping-pong's next message); elsewhere, while another CPU
     /// delivers what a pass sent, to the pass that CPU runs when done. If
     /// so the doorbell flag is up for that pass.
-    fn leaves_requests(&self, ctx: PassContext, waiting: bool) -> Leave {
+    fn leaves_requests(&self, ctx: PassContext, waiting: bool, in_flight: bool) -> Leave {
         match ctx {
-            PassContext::Receive if waiting => {
+            PassContext::Receive if waiting && (in_flight || self.delivery.any()) => {
                 self.ring_doorbell();
                 // Checked with the flag up: a delivery that ended in
                 // between may have looked at the flag before it was.
@@ -887,7 +891,8 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
     complete_sends(qp, inner, now);
     // Request packets leave in order across CPUs (`delivery`): perhaps
     // from another pass.
-    let leave = shared.leaves_requests(ctx, requests_waiting(inner));
+    let in_flight = inner.rc.as_ref().is_some_and(|rc| rc.sq.has_unacked());
+    let leave = shared.leaves_requests(ctx, requests_waiting(inner), in_flight);
     if leave == Leave::No {
         send(qp, inner, now);
     }
@@ -940,7 +945,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
         let ask_now = rc.sq.asks_with_next_packet() || rc.sq.ack_request_now();
         if ask_now && !rc.sq.is_held() {
             // A request packet too: left as the others are.
-            match shared.leaves_requests(ctx, true) {
+            match shared.leaves_requests(ctx, true, true) {
                 Leave::No => request_ack(qp, &mut inner.routes, rc),
                 Leave::ToDelivery => {}
                 Leave::ToWorker => more = true,
