@@ -20,17 +20,20 @@
 //!   pass whose unlock it runs in (same CPU, answered after the unlock)
 //!   or else the QP's work item. With nothing in flight it sends (a
 //!   ping-pong's next message, posted while the softirq pass held the QP,
-//!   goes out without a hop);
+//!   goes out without a hop), unmarked: a process that posts again before
+//!   that CPU delivered can still overtake it (one NAK, rare);
 //! - a pass in process context ([`PassContext::Task`]) that sent marks the
 //!   QP as delivering from its CPU until its unlock has run that CPU's
 //!   softirqs (preemption off until the mark is cleared); a pass on
 //!   another CPU meanwhile leaves its new packets to the pass the
 //!   delivering CPU runs when done ([`super::answer_doorbell`]).
 //!
-//! The doorbell flag carries both hand-overs. Not covered: a kernel
-//! consumer's doorbell ([`PassContext::Consumer`], any context), and
-//! replies (ACKs are cumulative; READ responses still leave from
-//! whichever pass answers).
+//! The doorbell flag carries both hand-overs. A kernel consumer's doorbell
+//! ([`PassContext::Consumer`], any context) is held off by a delivery as
+//! a task's is, but what it sends is not marked. Not covered: replies
+//! (ACKs are cumulative; READ responses still leave from whichever pass
+//! answers). The mark is best effort: softirqs deferred to ksoftirqd
+//! deliver after it is cleared.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::cpu::CpuId;
@@ -45,7 +48,7 @@ pub(crate) enum PassContext {
     /// pass sent is marked as delivering until its unlock returned.
     Task,
     /// A kernel consumer's doorbell, in whatever context it posts from:
-    /// sends, unmarked.
+    /// held off by a delivery, its own sends unmarked.
     Consumer,
 }
 
@@ -73,19 +76,18 @@ impl Delivery {
 
     /// Marks this CPU as delivering what the pass sent: called with the
     /// QP locked (the next holder sees it), in process context. None if
-    /// another CPU still is (this pass then sent no new requests, only
-    /// replies: the other delivery stays marked).
+    /// another CPU still is (this pass then sent no new requests: replies,
+    /// or another QP of the device sent; the other delivery stays
+    /// marked).
     pub(crate) fn begin(&self) -> Option<Delivering> {
         // The lock keeps the task on this CPU until the unlock.
         let mark = Self::this_cpu();
-        match self
-            .cpu
+        // (Never this CPU's own: a mark is cleared before its unlock's
+        // caller returns.)
+        self.cpu
             .compare_exchange(0, mark, Ordering::SeqCst, Ordering::SeqCst)
-        {
-            Ok(_) => Some(Delivering(mark)),
-            Err(cpu) if cpu == mark => Some(Delivering(mark)),
-            Err(_) => None,
-        }
+            .ok()
+            .map(|_| Delivering(mark))
     }
 
     /// Ends the delivery once the unlock returned, still on its CPU.

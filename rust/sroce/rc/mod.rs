@@ -11,9 +11,10 @@
 //! doorbell of the process; and the QP's work item, which takes whatever
 //! the other two could not (the QP was busy, packets queued up, budgets
 //! ran out) and what may sleep. The QP's timer ([`super::rc_timers`]) only
-//! schedules the work item. Request packets leave only from process
-//! context, one CPU's at a time ([`delivery`]): a softirq pass leaves
-//! them to the doorbell's pass or the work item.
+//! schedules the work item. Request packets leave in order across CPUs
+//! ([`delivery`]): a softirq pass with packets in flight leaves new ones
+//! to process context, and a CPU delivering what its pass sent holds off
+//! the other's.
 //!
 //! This file holds the QP's state and one pass of its work item (timers,
 //! received packets, new send work, completions); the pass hands each job
@@ -347,8 +348,10 @@ impl QpShared {
         ran
     }
 
-    /// Notes a send doorbell that found the QP's lock taken; the caller
-    /// also schedules the work item, in case the holder was not a pass.
+    /// Raises the doorbell flag: a send doorbell that found the QP's lock
+    /// taken (the caller also schedules the work item, in case the holder
+    /// was not a pass), or a pass that left its request packets to another
+    /// ([`QpShared::leaves_requests`]).
     pub(crate) fn ring_doorbell(&self) {
         self.doorbell.store(true, Ordering::SeqCst);
     }
@@ -739,8 +742,9 @@ pub(crate) fn sent_so_far(qp: &Qp<SroceDevice>) -> u64 {
 /// Lets go of the QP after a pass in process context. If the device sent
 /// since `sent_before` ([`sent_so_far`] before the pass), the QP is marked
 /// as delivering from this CPU until the unlock, which runs this CPU's
-/// softirqs, has delivered it: passes on other CPUs send nothing new
-/// meanwhile ([`delivery`]); the caller answers them
+/// softirqs, has returned (which delivers it unless the softirqs were
+/// deferred to ksoftirqd: best effort): passes on other CPUs send nothing
+/// new meanwhile ([`delivery`]); the caller answers them
 /// ([`answer_doorbell`]).
 pub(crate) fn unlock_after_pass(
     qp: &Qp<SroceDevice>,
@@ -772,7 +776,14 @@ pub(crate) fn unlock_after_pass(
 /// [`unlock_after_pass`]).
 pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
     let shared = qp.data().shared();
-    if !shared.doorbell.swap(false, Ordering::SeqCst) {
+    // A delivery under way answers the flag itself once it is over (it
+    // clears its mark, then looks at the flag): taking it here would only
+    // run a pass that leaves its packets and raises it again.
+    let delivering = match ctx {
+        PassContext::Receive => shared.delivery.any(),
+        PassContext::Task | PassContext::Consumer => shared.delivery.elsewhere(),
+    };
+    if delivering || !shared.doorbell.swap(false, Ordering::SeqCst) {
         return;
     }
     let Some(mut inner) = qp.data().try_lock() else {
@@ -1048,14 +1059,18 @@ fn sends_waiting(inner: &QpInner) -> bool {
         })
 }
 
-/// Whether the requester has work for [`send`]: WQEs to take, packets
-/// to send or resend, a refused packet to send again, a local operation.
+/// Whether the requester may have work for [`send`]: WQEs to take,
+/// packets to send or resend, a local operation. Not while it waits (an
+/// RNR wait, a held packet: a page fault, or a refused one, whose retry
+/// timer runs the work item); a full window still counts.
 fn requests_waiting(inner: &QpInner) -> bool {
     sends_waiting(inner)
-        || inner
-            .rc
-            .as_ref()
-            .is_some_and(|rc| rc.tx_refused || rc.sq.has_unsent() || rc.sq.resending())
+        || inner.rc.as_ref().is_some_and(|rc| {
+            !rc.tx_refused
+                && !rc.sq.waiting_rnr()
+                && !rc.sq.is_held()
+                && (rc.sq.has_unsent() || rc.sq.resending())
+        })
 }
 
 /// Whether the receive side waits for a page fault to be resolved (the
