@@ -1,5 +1,6 @@
 # What the guests run from the host's filesystem, built on the host: the
-# tests' verbs programs (selftests/progs/*.c, against the host's rdma-core),
+# tests' verbs programs (selftests/progs/*.c, against the host's rdma-core;
+# progs/preload/qp_timeout.c as a preloadable library),
 # the MPI check program (selftests/progs/mpi/*.c, when mpicc is there) and
 # the control tool. Source it; do not run it.
 # shellcheck shell=bash
@@ -16,6 +17,9 @@ build_test_bin() {
 		gcc -O2 -Wall -Werror -I"$here/progs" -o "$bin/$(basename "${src%.c}")" "$src" -libverbs ||
 			{ echo "cannot build $src"; return 1; }
 	done
+	# Preloaded into rdma-core's example programs (see the source).
+	gcc -O2 -Wall -Werror -shared -fPIC -o "$bin/qp_timeout.so" "$here/progs/preload/qp_timeout.c" -ldl ||
+		{ echo "cannot build progs/preload/qp_timeout.c"; return 1; }
 	if [[ $mpi == mpi ]] && command -v mpicc >/dev/null; then
 		for src in "$here"/progs/mpi/*.c; do
 			[[ -e $src ]] || continue

@@ -60,18 +60,25 @@ OOB_PORT=18515
 # every wait in these helpers is multiplied by it, as is each test's limit.
 SCALE=${SROCE_TIMEOUT_SCALE:-1}
 # RC transport timeout (the 4.096 us * 2^N exponent) of the test programs
-# and of perftest in run_pair: the tools' usual 14 (67 ms), times SCALE on
-# a slow kernel, where sending one 64-packet message can take longer than
-# 67 ms and every try would time out before its ACK.
+# and of perftest and rdma-core's ibv_*_pingpong in run_pair: the tools'
+# usual 14 (67 ms), times SCALE on a slow kernel, where sending one
+# 64-packet message can take longer than 67 ms and every try would time
+# out before its ACK.
 QP_TIMEOUT_EXP=14
 for ((_s = SCALE; _s > 1; _s = (_s + 1) / 2)); do QP_TIMEOUT_EXP=$((QP_TIMEOUT_EXP + 1)); done
 if ((SCALE > 1)); then export SROCE_QP_TIMEOUT=${SROCE_QP_TIMEOUT:-$QP_TIMEOUT_EXP}; fi
 
 # with_qp_timeout ARRAY-NAME: on a slow kernel, give a perftest command in
-# the named array the scaled transport timeout (unless it sets one).
+# the named array the scaled transport timeout (unless it sets one), and an
+# rdma-core example program (ibv_*_pingpong, whose timeout is fixed) the
+# preloaded shim that raises it to SROCE_QP_TIMEOUT.
 with_qp_timeout() {
 	local -n cmd=$1
 	((SCALE > 1)) || return 0
+	if [[ " ${cmd[*]} " =~ [\ /]ibv_[a-z]+_pingpong\  ]]; then
+		cmd=(env "LD_PRELOAD=$SROCE_BIN/qp_timeout.so" "${cmd[@]}")
+		return 0
+	fi
 	# The tool may come after a wrapper (taskset -c N).
 	[[ " ${cmd[*]} " =~ [\ /]ib_(write|read|send|atomic)_(bw|lat)\  ]] || return 0
 	[[ " ${cmd[*]} " == *" -u "* ]] && return 0
@@ -740,6 +747,9 @@ link_devices() {
 
 # hw_counter DEV NAME: port 1's hardware counter NAME of rdma device DEV.
 hw_counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+# hw_counter_or_0 DEV NAME: the same, 0 if DEV has no such counter (tests
+# that also run on rxe, which lacks sroce's counters).
+hw_counter_or_0() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 
 # checks_pass PROG ARGS...: runs selftests/progs/PROG (in the initial
 # namespace, which sees every device and its counters), prints its lines

@@ -30,13 +30,14 @@ ref=()
 [[ $LINK_TYPE == sroce ]] || ref=(rxe)
 verbs_mw() { checks_pass verbs_mw "$@"; }
 
-hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
-binds0=$(hw "$DEV2" mw_bind) linv0=$(hw "$DEV2" local_inv) rinv0=$(hw "$DEV2" remote_inv)
+binds0=$(hw_counter_or_0 "$DEV2" mw_bind)
+linv0=$(hw_counter_or_0 "$DEV2" local_inv) rinv0=$(hw_counter_or_0 "$DEV2" remote_inv)
 verbs_mw "$DEV1" "$G1" "$DEV2" "$G2" "${ref[@]}"
 if [[ $LINK_TYPE == sroce ]]; then
 	# B (DEV2) bound, and invalidated locally and on a peer's SEND.
-	binds=$(($(hw "$DEV2" mw_bind) - binds0))
-	linv=$(($(hw "$DEV2" local_inv) - linv0)) rinv=$(($(hw "$DEV2" remote_inv) - rinv0))
+	binds=$(($(hw_counter_or_0 "$DEV2" mw_bind) - binds0))
+	linv=$(($(hw_counter_or_0 "$DEV2" local_inv) - linv0))
+	rinv=$(($(hw_counter_or_0 "$DEV2" remote_inv) - rinv0))
 	log "$DEV2: mw_bind +$binds, local_inv +$linv, remote_inv +$rinv"
 	((binds >= 8 && linv >= 2 && rinv >= 1)) ||
 		fail "window counters did not move: mw_bind +$binds, local_inv +$linv, remote_inv +$rinv"

@@ -31,7 +31,6 @@ link_devices
 PKT=$SELFTESTS_DIR/progs/roce_pkt.py
 V1_TYPE="IB/RoCE v1"
 
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 
 # ll_gid_index DEV TYPE: the index of DEV's link-local (fe80::) GID of TYPE.
 ll_gid_index() {
@@ -64,8 +63,8 @@ v1_counts() {
 	echo "$b"
 }
 v1_counts_once() {
-	echo "$(counter "$1" sent_roce_v1_pkts) $(counter "$1" rcvd_roce_v1_pkts)" \
-		"$(counter "$1" sent_pkts) $(counter "$1" rcvd_pkts)"
+	echo "$(hw_counter "$1" sent_roce_v1_pkts) $(hw_counter "$1" rcvd_roce_v1_pkts)" \
+		"$(hw_counter "$1" sent_pkts) $(hw_counter "$1" rcvd_pkts)"
 }
 
 # --- What v1 puts on the wire: captured on v2 (h2) during an RC ping-pong
@@ -195,11 +194,11 @@ gid1=::ffff:10.77.1.1 gid2=::ffff:10.77.1.2
 forged() { # COUNTER ARGS...: one forged frame must move DEV1's COUNTER by one
 	local name=$1 before after
 	shift
-	before=$(counter "$DEV1" "$name")
+	before=$(hw_counter "$DEV1" "$name")
 	in_h2 python3 "$PKT" v1send v2 "$mac1" "$@" >/dev/null || fail "v1send $*"
 	retry 20 bash -c "(( \$(cat /sys/class/infiniband/$DEV1/ports/1/hw_counters/$name) > $before ))" ||
 		fail "$name did not move for a forged frame ($*)"
-	after=$(counter "$DEV1" "$name")
+	after=$(hw_counter "$DEV1" "$name")
 	log "forged frame ($*): $name $before -> $after"
 }
 forged rcvd_roce_v1_pkts "$gid2" "$gid1"

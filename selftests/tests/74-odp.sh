@@ -52,7 +52,6 @@ mtu_9000() {
 	done
 }
 [[ $LINK_TYPE == sroce ]] || mtu_9000
-hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 
 # odp_caps HEADING: the flags ibv_devinfo -v prints under HEADING (a line
 # with one tab, the flags below it with more), one a line.
@@ -85,8 +84,8 @@ sroce_pins_released "before the ODP programs"
 before_refs=$(refs)
 declare -A faults0 errs0 inval0
 for dev in "$DEV1" "$DEV2"; do
-	faults0[$dev]=$(hw "$dev" odp_page_faults) errs0[$dev]=$(hw "$dev" odp_fault_errors)
-	inval0[$dev]=$(hw "$dev" odp_invalidations)
+	faults0[$dev]=$(hw_counter_or_0 "$dev" odp_page_faults) errs0[$dev]=$(hw_counter_or_0 "$dev" odp_fault_errors)
+	inval0[$dev]=$(hw_counter_or_0 "$dev" odp_invalidations)
 done
 acq0=$(foll_pins_acquired)
 verbs_odp "$DEV1" "$G1" "$DEV2" "$G2" "${ref[@]}"
@@ -108,9 +107,9 @@ odp_counters_moved() {
 		for f in odp_page_faults odp_fault_errors odp_invalidations; do
 			[[ -r /sys/class/infiniband/$dev/ports/1/hw_counters/$f ]] || fail "$dev has no counter $f"
 		done
-		f=$(($(hw "$dev" odp_page_faults) - ${faults0[$dev]}))
-		e=$(($(hw "$dev" odp_fault_errors) - ${errs0[$dev]}))
-		i=$(($(hw "$dev" odp_invalidations) - ${inval0[$dev]}))
+		f=$(($(hw_counter_or_0 "$dev" odp_page_faults) - ${faults0[$dev]}))
+		e=$(($(hw_counter_or_0 "$dev" odp_fault_errors) - ${errs0[$dev]}))
+		i=$(($(hw_counter_or_0 "$dev" odp_invalidations) - ${inval0[$dev]}))
 		log "$dev: odp_page_faults +$f, odp_fault_errors +$e, odp_invalidations +$i"
 		((f > 0 && e > 0 && i > 0)) ||
 			fail "$dev: ODP counters did not move: odp_page_faults +$f, odp_fault_errors +$e, odp_invalidations +$i"

@@ -20,15 +20,12 @@ two_hosts
 PKT=$SELFTESTS_DIR/progs/roce_pkt.py
 DBG=/sys/kernel/debug/sroce
 
-# counter DEV NAME: a port hardware counter (sysfs).
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
-
 # expect_counter DEV NAME VALUE: waits briefly (the core caches values
 # for a few milliseconds and packets are asynchronous).
 expect_counter() {
 	local dev=$1 name=$2 want=$3 deadline=$((SECONDS + 5)) got
 	while :; do
-		got=$(counter "$dev" "$name")
+		got=$(hw_counter "$dev" "$name")
 		[[ $got == "$want" ]] && return 0
 		((SECONDS < deadline)) || fail "$dev $name is $got, expected $want"
 		sleep 0.2
@@ -68,7 +65,7 @@ expect_counter "$DEV1" rcvd_icrc_err 2
 in_h2 python3 "$PKT" send 10.77.1.2 10.77.1.1 --short
 expect_counter "$DEV1" rcvd_drop_short 1
 expect_counter "$DEV1" rcvd_pkts 2
-assert_eq 0 "$(counter "$DEV1" rcvd_drop_malformed)" "rcvd_drop_malformed"
+assert_eq 0 "$(hw_counter "$DEV1" rcvd_drop_malformed)" "rcvd_drop_malformed"
 
 # ------------------------------------------------------------ send
 log "send: sroce1 -> h2, captured and checked in Python, accepted by sroce2"
@@ -98,7 +95,7 @@ assert_fails_with 'Network is unreachable' \
 	bash -c "echo '10.77.9.9 10.77.1.2 49152 1' >$DBG/$DEV1/xmit"
 assert_fails_with 'Invalid argument' bash -c "echo '10.77.1.1 fd77:1::2 1 1' >$DBG/$DEV1/xmit"
 assert_fails_with 'Invalid argument' bash -c "echo 'bogus' >$DBG/$DEV1/xmit"
-[[ $(counter "$DEV1" send_no_route) -ge 1 ]] || fail "send_no_route did not move"
+[[ $(hw_counter "$DEV1" send_no_route) -ge 1 ]] || fail "send_no_route did not move"
 expect_counter "$DEV1" sent_pkts 3
 
 # ------------------------------------------------------------ sockets
@@ -131,7 +128,7 @@ if [[ -n $RXE_KO && -f $RXE_KO ]]; then
 	in_h2 rdma link add rxe2 type rxe netdev v2 || fail "rdma link add rxe2"
 	on_exit "rdma link delete rxe2"
 	wait_port_active rxe2
-	before=$(counter rxe2 rcvd_pkts)
+	before=$(hw_counter rxe2 rcvd_pkts)
 	echo "10.77.1.1 10.77.1.2 49154 64" >"$DBG/$DEV1/xmit"
 	echo "fd77:1::1 fd77:1::2 49155 64" >"$DBG/$DEV1/xmit"
 	expect_counter rxe2 rcvd_pkts $((before + 2))

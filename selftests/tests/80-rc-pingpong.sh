@@ -14,9 +14,8 @@ two_devices
 g1=$G1 g2=$G2
 log "RoCE v2 GID index for 10.77.1.1 on sroce1: $g1, for 10.77.1.2 on sroce2: $g2"
 
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
-sent0=$(counter sroce1 sent_pkts)
-rcvd0=$(counter sroce1 rcvd_pkts)
+sent0=$(hw_counter sroce1 sent_pkts)
+rcvd0=$(hw_counter sroce1 rcvd_pkts)
 # Where sroce1's received packets went: "received handled-in-softirq
 # handed-to-worker dropped", read until two reads agree (a late packet may
 # arrive between the files).
@@ -27,10 +26,10 @@ paths() {
 	echo "$b"
 }
 paths_once() {
-	echo "$(counter sroce1 rcvd_pkts) $(counter sroce1 rcvd_softirq_passes)" \
-		"$(counter sroce1 rcvd_worker_handoffs)" \
-		"$(($(counter sroce1 rcvd_drop_no_qp) + $(counter sroce1 rcvd_drop_qp_full)))" \
-		"$(counter sroce1 rcvd_held)"
+	echo "$(hw_counter sroce1 rcvd_pkts) $(hw_counter sroce1 rcvd_softirq_passes)" \
+		"$(hw_counter sroce1 rcvd_worker_handoffs)" \
+		"$(($(hw_counter sroce1 rcvd_drop_no_qp) + $(hw_counter sroce1 rcvd_drop_qp_full)))" \
+		"$(hw_counter sroce1 rcvd_held)"
 }
 read -r r0 soft0 hand0 drop0 held0 < <(paths)
 
@@ -43,8 +42,8 @@ for size in 1 4096 100000; do
 done
 
 sleep 0.1
-sent1=$(counter sroce1 sent_pkts)
-rcvd1=$(counter sroce1 rcvd_pkts)
+sent1=$(hw_counter sroce1 sent_pkts)
+rcvd1=$(hw_counter sroce1 rcvd_pkts)
 log "sroce1 sent_pkts $sent0 -> $sent1, rcvd_pkts $rcvd0 -> $rcvd1"
 # 100000 bytes at MTU 1024 is 98 packets per message; each side sends
 # several such messages.

@@ -11,8 +11,7 @@
 [[ $LINK_TYPE == sroce ]] || skip "tests sroce's data path"
 two_devices
 g1=$G1 g2=$G2
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
-rcvd0=$(counter sroce1 rcvd_pkts)
+rcvd0=$(hw_counter sroce1 rcvd_pkts)
 
 # ibv_ud_pingpong's size is the payload; the GRH comes on top of it in the
 # receive buffer. MTU 1024 (veth 1500).
@@ -36,6 +35,6 @@ if command -v ib_send_bw >/dev/null; then
 	assert_match "$CLIENT_OUT" "^ *64 +100 +$PERF_NUM" "ib_send_lat -c UD"
 fi
 
-rcvd1=$(counter sroce1 rcvd_pkts)
-log "sroce1 rcvd_pkts $rcvd0 -> $rcvd1, rcvd_drop_bad_qkey $(counter sroce1 rcvd_drop_bad_qkey)"
+rcvd1=$(hw_counter sroce1 rcvd_pkts)
+log "sroce1 rcvd_pkts $rcvd0 -> $rcvd1, rcvd_drop_bad_qkey $(hw_counter sroce1 rcvd_drop_bad_qkey)"
 ((rcvd1 - rcvd0 >= 300)) || fail "sroce1 received only $((rcvd1 - rcvd0)) packets"

@@ -14,9 +14,8 @@ two_devices
 g1=$G1 g2=$G2
 on_exit del_all_links
 
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 # sum NAME: the counter on both devices.
-sum() { echo $(($(counter "$DEV1" "$1") + $(counter "$DEV2" "$1"))); }
+sum() { echo $(($(hw_counter_or_0 "$DEV1" "$1") + $(hw_counter_or_0 "$DEV2" "$1"))); }
 
 # netem ARGS...: the same impairment on both links' egress (replacing any).
 netem() {

@@ -12,7 +12,6 @@
 
 two_devices
 g1=$G1 g2=$G2
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 
 # start_pair: a long RDMA WRITE stream, server in h1 ($SRV), client in h2
 # ($CLI), still running after 3 s.
@@ -65,7 +64,7 @@ still_works() {
 	assert_match "$CLIENT_OUT" "20 iters in" "ping-pong after $1"
 }
 
-retry0=$(counter "$DEV2" retry_exceeded_err)
+retry0=$(hw_counter_or_0 "$DEV2" retry_exceeded_err)
 
 log "case 1: the server's link goes down"
 start_pair
@@ -89,7 +88,7 @@ show_server_fin
 still_works "the peer QP was destroyed"
 
 if [[ $LINK_TYPE == sroce ]]; then
-	retry1=$(counter "$DEV2" retry_exceeded_err)
+	retry1=$(hw_counter_or_0 "$DEV2" retry_exceeded_err)
 	log "retry_exceeded_err on $DEV2: $retry0 -> $retry1"
 	((retry1 - retry0 >= 2)) || fail "retry_exceeded_err moved by $((retry1 - retry0)), expected 2"
 fi

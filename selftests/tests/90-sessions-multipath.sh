@@ -42,7 +42,6 @@ g1=$G1 g2=$G2
 # bulk round trip (537 ms; 2.1 s on a debug kernel).
 if ((SCALE > 1)); then QP_TIMEOUT=19; else QP_TIMEOUT=17; fi
 
-hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 declare -A base
 # mark: remembers every multipath counter of both devices.
 mark() {
@@ -52,12 +51,12 @@ mark() {
 			mp_sacks_sent mp_sacks_rcvd mp_selective_resends mp_resends_skipped \
 			mp_replaced mp_window_cuts mp_window_full mp_flowlet_switches \
 			retransmitted_pkts; do
-			base[$d.$c]=$(hw "$d" "$c")
+			base[$d.$c]=$(hw_counter_or_0 "$d" "$c")
 		done
 	done
 }
 # moved DEV COUNTER: how much it moved since mark.
-moved() { echo $(($(hw "$1" "$2") - ${base[$1.$2]:-0})); }
+moved() { echo $(($(hw_counter_or_0 "$1" "$2") - ${base[$1.$2]:-0})); }
 group() { # SIZE1 SIZE2 POLICY: sroce1's and sroce2's groups
 	assert_ok "$SROCE" dev set sroce1 group-size "$1" policy "$3" reorder-guard on
 	assert_ok "$SROCE" dev set sroce2 group-size "$2" policy "$3" reorder-guard on
@@ -228,12 +227,12 @@ gr=$(gid_index rxe1 10.77.1.1)
 gs=$(gid_index sroce2 10.77.1.2)
 assert_ok "$SROCE" dev set sroce2 group-size 2 policy round-robin reorder-guard off
 mark sroce2
-dup0=$(hw rxe1 duplicate_request)
+dup0=$(hw_counter_or_0 rxe1 duplicate_request)
 verbs_data sroce2 "$gs" rxe1 "$gr" "sroce with two sessions, rxe peer"
 verbs_data rxe1 "$gr" sroce2 "$gs" "rxe requester, sroce with two sessions"
 perftest ib_write_bw 65536 rxe1 "$gr" sroce2 "$gs" 10.77.1.1 "rxe serving sroce with two sessions"
 perftest ib_read_bw 65536 rxe1 "$gr" sroce2 "$gs" 10.77.1.1 "rxe serving sroce with two sessions"
-log "sroce2 against rxe: hellos sent +$(moved sroce2 mp_hellos_sent), answered +$(moved sroce2 mp_hellos_answered), agreed +$(moved sroce2 mp_agreed), SACKs sent +$(moved sroce2 mp_sacks_sent); rxe's duplicate requests +$(($(hw rxe1 duplicate_request) - dup0))"
+log "sroce2 against rxe: hellos sent +$(moved sroce2 mp_hellos_sent), answered +$(moved sroce2 mp_hellos_answered), agreed +$(moved sroce2 mp_agreed), SACKs sent +$(moved sroce2 mp_sacks_sent); rxe's duplicate requests +$(($(hw_counter_or_0 rxe1 duplicate_request) - dup0))"
 (($(moved sroce2 mp_hellos_sent) > 0)) || fail "sroce sent no hello to rxe (the check below would prove nothing)"
 for c in mp_agreed mp_hellos_answered mp_sacks_sent mp_held; do
 	assert_eq "$(moved sroce2 $c)" 0 "sroce2: $c against rxe (no extension packet may reach it)"

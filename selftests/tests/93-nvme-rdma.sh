@@ -140,8 +140,7 @@ done
 # written through the host and read back, compared byte for byte; and the
 # target's block device holds the same bytes.
 hw() { # COUNTER: summed over both devices
-	echo $(($(cat /sys/class/infiniband/srnv1/ports/1/hw_counters/$1) +
-		$(cat /sys/class/infiniband/srnv2/ports/1/hw_counters/$1)))
+	echo $(($(hw_counter srnv1 "$1") + $(hw_counter srnv2 "$1")))
 }
 # Bytes sent on a link (not packets: a message's packets may cross it as
 # one UDP-segmented datagram).

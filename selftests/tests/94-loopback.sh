@@ -62,7 +62,6 @@ gid[lb2,v4]=$(gid_index lb2 10.77.3.1)
 gid[lb3,v4]=$(gid_index lb3 10.77.3.2)
 ((gid[lb1,ll] == 0)) || note "lb1's link-local GID is at index ${gid[lb1,ll]}, not 0"
 
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 
 # one_case SERVER_DEV CLIENT_DEV KIND: all three programs, server on the
 # first device, client on the second (the same device for one-device
@@ -91,8 +90,8 @@ for kind in ll v6 v4; do
 	one_case lb2 lb3 "$kind"
 done
 lo_rx1=$(in_h1 cat /sys/class/net/lo/statistics/rx_packets)
-log "h1 lo rx_packets: $lo_rx0 -> $lo_rx1; lb1 rcvd_pkts $(counter lb1 rcvd_pkts)"
-(($(counter lb1 rcvd_pkts) > 0)) || fail "lb1 counted no received packets"
+log "h1 lo rx_packets: $lo_rx0 -> $lo_rx1; lb1 rcvd_pkts $(hw_counter lb1 rcvd_pkts)"
+(($(hw_counter lb1 rcvd_pkts) > 0)) || fail "lb1 counted no received packets"
 assert_eq "$before" "$(cat "/sys/module/$MOD_NAME/refcnt")" \
 	"module reference count after the loopback cases"
 del_link lb1

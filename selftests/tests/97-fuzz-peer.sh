@@ -26,15 +26,12 @@ MTU=1024
 PACKETS=$((LEN / MTU))
 DUPS=100
 
-# counter DEV NAME: a port hardware counter (sysfs).
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
-
 # wait_counter DEV NAME VALUE: until the counter reaches at least VALUE
 # (packets are asynchronous); fails after 60 s.
 wait_counter() {
 	local deadline=$((SECONDS + 60)) got
 	while :; do
-		got=$(counter "$1" "$2")
+		got=$(hw_counter "$1" "$2")
 		((got >= $3)) && return 0
 		((SECONDS < deadline)) || fail "$1 $2 is $got, expected at least $3"
 		sleep 0.2
@@ -58,8 +55,8 @@ rdma resource show qp | grep -q "lqpn $qpn " || fail "QP $qpn not in rdma resour
 
 # ------------------------------------------------ duplicate READ amplification
 log "$DUPS forged duplicates of the $PACKETS-packet READ"
-sent0=$(counter "$DEV1" sent_pkts)
-dup0=$(counter "$DEV1" duplicate_request)
+sent0=$(hw_counter "$DEV1" sent_pkts)
+dup0=$(hw_counter "$DEV1" duplicate_request)
 in_h2 python3 "$PKT" dupread 10.77.1.2 10.77.1.1 --qpn "$qpn" --psn "$psn" \
 	--va "$va" --rkey "$rkey" --len "$LEN" --count "$DUPS"
 # Some duplicates may be lost on the way (socket buffers); the rest are
@@ -70,8 +67,8 @@ wait_counter "$DEV1" duplicate_request $((dup0 + 1))
 touch "$ctl/check"
 retry 60 grep -q '^check ' "$TEST_TMP/hold.log" || fail "second READ did not complete"
 assert_contains "$(cat "$TEST_TMP/hold.log")" "check ok" "second READ after the duplicates"
-dups=$(($(counter "$DEV1" duplicate_request) - dup0))
-sent=$(($(counter "$DEV1" sent_pkts) - sent0))
+dups=$(($(hw_counter "$DEV1" duplicate_request) - dup0))
+sent=$(($(hw_counter "$DEV1" sent_pkts) - sent0))
 log "$dups duplicates taken; $DEV1 sent $sent packets (the second READ's $PACKETS included)"
 # Without coalescing every duplicate replays all PACKETS responses. With it,
 # duplicates that arrive while a replay is queued only move it back: the
@@ -81,11 +78,11 @@ log "$dups duplicates taken; $DEV1 sent $sent packets (the second READ's $PACKET
 ((sent >= PACKETS)) || fail "the second READ's responses are missing ($sent sent)"
 
 # ------------------------------------------------------------------ fuzz
-rcvd0=$(counter "$DEV1" rcvd_pkts)
-icrc0=$(counter "$DEV1" rcvd_icrc_err)
-noqp0=$(counter "$DEV1" rcvd_drop_no_qp)
-bad0=$(($(counter "$DEV1" rcvd_drop_short) + $(counter "$DEV1" rcvd_drop_malformed)))
-dup0=$(counter "$DEV1" duplicate_request)
+rcvd0=$(hw_counter "$DEV1" rcvd_pkts)
+icrc0=$(hw_counter "$DEV1" rcvd_icrc_err)
+noqp0=$(hw_counter "$DEV1" rcvd_drop_no_qp)
+bad0=$(($(hw_counter "$DEV1" rcvd_drop_short) + $(hw_counter "$DEV1" rcvd_drop_malformed)))
+dup0=$(hw_counter "$DEV1" duplicate_request)
 epsn=$((psn + 2 * PACKETS))
 log "10^5 malformed and semi-valid packets at $DEV1 (QP $qpn expects PSN $epsn)"
 out=$(in_h2 python3 "$PKT" fuzz 10.77.1.2 10.77.1.1 --qpn "$qpn" --epsn "$epsn" \
@@ -96,9 +93,9 @@ assert_match "$out" '^fuzz sent 100000 packets' "fuzz"
 wait_counter "$DEV1" rcvd_icrc_err $((icrc0 + 1))
 wait_counter "$DEV1" rcvd_drop_no_qp $((noqp0 + 1))
 wait_counter "$DEV1" duplicate_request $((dup0 + 1))
-rcvd=$(($(counter "$DEV1" rcvd_pkts) - rcvd0))
-bad=$(($(counter "$DEV1" rcvd_drop_short) + $(counter "$DEV1" rcvd_drop_malformed) - bad0))
-log "$DEV1: rcvd_pkts +$rcvd, icrc errors +$(($(counter "$DEV1" rcvd_icrc_err) - icrc0)), short or malformed +$bad, no QP +$(($(counter "$DEV1" rcvd_drop_no_qp) - noqp0)), duplicates +$(($(counter "$DEV1" duplicate_request) - dup0))"
+rcvd=$(($(hw_counter "$DEV1" rcvd_pkts) - rcvd0))
+bad=$(($(hw_counter "$DEV1" rcvd_drop_short) + $(hw_counter "$DEV1" rcvd_drop_malformed) - bad0))
+log "$DEV1: rcvd_pkts +$rcvd, icrc errors +$(($(hw_counter "$DEV1" rcvd_icrc_err) - icrc0)), short or malformed +$bad, no QP +$(($(hw_counter "$DEV1" rcvd_drop_no_qp) - noqp0)), duplicates +$(($(hw_counter "$DEV1" duplicate_request) - dup0))"
 ((rcvd > 0)) || fail "rcvd_pkts did not move"
 ((bad > 0)) || fail "no short or malformed packet was counted"
 

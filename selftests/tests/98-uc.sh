@@ -19,7 +19,6 @@ SROCE=$SROCE_BIN/sroce
 g1=$G1 g2=$G2
 on_exit del_all_links
 
-counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
 
 verbs_uc() { checks_pass verbs_uc "$@"; }
 
@@ -77,10 +76,10 @@ clear_netem() {
 }
 on_exit clear_netem
 for n in 1 2; do in_ns "h$n" tc qdisc replace dev "v$n" root netem loss 10% || fail "netem"; done
-drop0=$(counter sroce1 rcvd_drop_uc)
+drop0=$(hw_counter_or_0 sroce1 rcvd_drop_uc)
 verbs_uc sroce2 "$g2" sroce1 "$g1" lossy
 clear_netem
-drops=$(($(counter sroce1 rcvd_drop_uc) - drop0))
+drops=$(($(hw_counter_or_0 sroce1 rcvd_drop_uc) - drop0))
 log "sroce1 rcvd_drop_uc +$drops under 10% loss"
 # 100 messages of three packets: that none lost a packet has probability
 # 0.9^300.
