@@ -749,7 +749,7 @@ link_devices() {
 hw_counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 # hw_counter_or_0 DEV NAME: the same, 0 if DEV has no such counter (tests
 # that also run on rxe, which lacks sroce's counters).
-hw_counter_or_0() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0; }
+hw_counter_or_0() { hw_counter "$1" "$2" 2>/dev/null || echo 0; }
 
 # checks_pass PROG ARGS...: runs selftests/progs/PROG (in the initial
 # namespace, which sees every device and its counters), prints its lines
