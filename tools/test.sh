@@ -39,6 +39,7 @@ rm -f "$cargo_log"
 
 step "cargo clippy (protocol core)" cargo clippy --workspace --all-targets -q -- -D warnings
 step "cargo fmt" cargo fmt --all --check
+step "cargo doc (no broken links)" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 step "rustfmt (kernel crate)" rustfmt --check --edition 2021 --config-path "$kdir/.rustfmt.toml" rust/sroce_main.rs
 step "module build with CLIPPY=1" bash -c 'touch rust/sroce_main.rs && make -s KDIR="$KDIR" CLIPPY=1 modules'
 # KASAN's stack redzones enlarge every frame of the debug build: the

@@ -70,7 +70,7 @@ fn resend_lost(qp: &Qp<SroceDevice>, inner: &mut QpInner, s: &Sack, now_us: u64)
     // What the peer holds now was delivered by the sessions that carried
     // it.
     sprayer.credit(&mut rc.sessions, now_us);
-    resend(qp, routes, rc, &lost, true, 0, now_us);
+    resend(qp, routes, rc, &lost, Charge::LossAndWindow, 0, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
@@ -106,7 +106,7 @@ pub(in crate::sroce::rc) fn resend_stranded(
     if down == 0 || rc.sessions.up_ids().next().is_none() {
         return;
     }
-    strand_and_resend(qp, routes, rc, down, 0, now_us);
+    strand_and_resend(qp, routes, rc, down, 0, Charge::Nothing, now_us);
 }
 
 /// Resends, on other live sessions, the packets in flight on each Up
@@ -155,14 +155,16 @@ pub(in crate::sroce::rc) fn resend_quiet(qp: &Qp<SroceDevice>, inner: &mut QpInn
         }
     }
     // Never onto a session whose timer expired too (all of them: the
-    // transport timer goes back N later).
-    strand_and_resend(qp, routes, rc, expired, expired, now_us);
+    // transport timer goes back N later). What a session's silence strands
+    // is its loss: on a lossy path with a small window a lost burst is
+    // mostly the whole window, which no SACK can show.
+    strand_and_resend(qp, routes, rc, expired, expired, Charge::Loss, now_us);
 }
 
 /// Presumes lost the packets in flight on the sessions of `mask` (bit
 /// `i`: session `i`) and resends them at once on live sessions not in
 /// `except`; the resend is timed as a failover (until the next
-/// completion). Losses charged to no one: those paths failed or fell
+/// completion). Windows are not charged: those paths failed or fell
 /// silent, which their health and windows answer.
 fn strand_and_resend(
     qp: &Qp<SroceDevice>,
@@ -170,6 +172,7 @@ fn strand_and_resend(
     rc: &mut RcState,
     mask: u64,
     except: u64,
+    charge: Charge,
     now_us: u64,
 ) {
     let Some(sprayer) = rc.mp.sprayer.as_mut() else {
@@ -184,24 +187,33 @@ fn strand_and_resend(
         let oldest = rc.sq.oldest_tag();
         rc.sessions.failover_began(oldest);
     }
-    resend(qp, routes, rc, &lost, false, except, now_us);
+    resend(qp, routes, rc, &lost, charge, except, now_us);
     if let Some(s) = rc.mp.sprayer.as_mut() {
         s.lost = lost;
     }
 }
 
+/// What a loss counts against: the session that carried the packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Charge {
+    /// Nothing (its session is down: its health answers).
+    Nothing,
+    /// Its loss meter (the window was cut already).
+    Loss,
+    /// Its loss meter, and its window once per episode.
+    LossAndWindow,
+}
+
 /// Resends the packets `lost`, each on another live session (a READ or
 /// atomic on session 0 while it is Up, as when first sent), none in
 /// `except` (bit `i`: session `i`; a packet with nowhere else to go is
-/// left for the transport timer). `charge`: the loss counts against the
-/// session that carried it (its loss meter, and its window once per
-/// episode).
+/// left for the transport timer).
 fn resend(
     qp: &Qp<SroceDevice>,
     routes: &mut RouteCache,
     rc: &mut RcState,
     lost: &[Psn],
-    charge: bool,
+    charge: Charge,
     except: u64,
     now_us: u64,
 ) {
@@ -212,16 +224,17 @@ fn resend(
         let sessions = &mut rc.sessions;
         let was_on = rc.mp.sprayer.as_mut().and_then(|s| {
             let (id, seq) = s.board.sent_as(psn)?;
-            if !charge {
+            if charge == Charge::Nothing {
                 return Some(id);
             }
             let next = s.board.next_seq(id);
             if let Some(m) = s.meters.as_mut().get_mut(usize::from(id)) {
                 m.on_lost(seq, next);
             }
-            if sessions
-                .window_mut(SessionId(id))
-                .is_some_and(|w| w.on_loss(seq, next))
+            if charge == Charge::LossAndWindow
+                && sessions
+                    .window_mut(SessionId(id))
+                    .is_some_and(|w| w.on_loss(seq, next))
             {
                 counters.inc(Counter::MpWindowCuts);
             }

@@ -2,7 +2,9 @@
 //!
 //! With the multipath transport each session's losses are known: a packet
 //! a SACK shows lost was lost on the session that carried it (see
-//! [`super::scoreboard`]). A session whose loss rate stays above a
+//! [`super::scoreboard`]), and so were the packets in flight when the
+//! session's own timer expired ([`super::quiet`]; on a lossy path with a
+//! small window a lost burst is often all of them). A session whose loss rate stays above a
 //! threshold for consecutive epochs of its own packets is replaced by a
 //! fresh 5-tuple (another source port: in a fabric that hashes flows onto
 //! paths, another path), as the sessions patent family's US 12,284,115
@@ -25,8 +27,10 @@ pub struct ReplaceConfig {
 impl ReplaceConfig {
     /// 128-packet epochs, 3% loss, three in a row. Short epochs: a lossy
     /// session's congestion window keeps its share of the packets small.
-    /// (At 1% random loss an epoch is above 3% with probability 0.04,
-    /// three in a row 6.4e-5; at 10%, 0.998.)
+    /// (At 1% random loss of single packets an epoch is above 3% with
+    /// probability 0.04, three in a row 6.4e-5; at 10%, 0.998. Losses
+    /// of whole segmented datagrams, several packets each, make an epoch
+    /// either clean or well above.)
     pub const DEFAULT: ReplaceConfig = ReplaceConfig {
         epoch_packets: 128,
         loss_per_mille: 30,

@@ -17,7 +17,8 @@
 //! least [`MIN_PERIOD_US`]), doubled after each expiry without a delivery
 //! in between, and at most half the QP's RTO, so it fires before the
 //! transport timer would. On expiry the caller presumes the session's
-//! packets in flight lost, resends them on another Up session and cuts
+//! packets in flight lost, counts them against its loss meter
+//! (`super::congestion`), resends them on another Up session and cuts
 //! the session's window to the minimum.
 //!
 //! Health is charged at the QP's scale, not the session timer's: an expiry
