@@ -771,16 +771,21 @@ fn spread_key(dev: &Device<SroceDevice>, qpn: u32, flows: &[io::Flow]) -> u32 {
         }
     }
     let outs = &outs[..flows.len().min(MAX_SESSIONS)];
+    // Kept in ifindex order as it fills: a few links want an insertion,
+    // not `sort_unstable`, whose ordering-violation panic objtool does not
+    // know as noreturn.
     let mut distinct = [0i32; MAX_SESSIONS];
     let mut n = 0;
     for &o in outs {
-        if !distinct[..n].contains(&o) {
-            distinct[n] = o;
-            n += 1;
+        let at = distinct[..n].partition_point(|&d| d < o);
+        if at < n && distinct[at] == o {
+            continue;
         }
+        distinct.copy_within(at..n, at + 1);
+        distinct[at] = o;
+        n += 1;
     }
-    let distinct = &mut distinct[..n];
-    distinct.sort_unstable();
+    let distinct = &distinct[..n];
     let Some(&want) = distinct.get(qpn as usize % n.max(1)) else {
         return qpn;
     };

@@ -80,6 +80,9 @@ impl WqeStage {
 }
 
 /// The work item's body for a UD QP: received packets, then new sends.
+/// Never inlined into the RC pass that dispatches to it: its locals would
+/// add to that frame.
+#[inline(never)]
 pub(crate) fn run(qp: &Qp<SroceDevice>, inner: &mut QpInner, shared: &Arc<QpShared>) {
     // In arrival order; what is behind a datagram that waits for a page
     // fault waits with it.

@@ -152,7 +152,9 @@ pub(crate) fn replace_wanted(qp: &Qp<SroceDevice>) {
 /// replacements that moved both sessions onto the link then cut failed a
 /// stream with `RETRY_EXC_ERR`). In a fabric that hashes flows onto paths
 /// a fresh port is another path all the same. Returns the port and the
-/// session's link index.
+/// session's link index. Its own frame (route lookups, a socket bind):
+/// inlined, its locals would add to the swap's and the report's.
+#[inline(never)]
 fn pick_replacement(
     dev: &Device<SroceDevice>,
     net: &crate::net::netns::Net,
