@@ -1,5 +1,6 @@
-//! The RC completer: what a [`SendQueue`](super::requester::SendQueue) does with each response (ACK,
-//! NAK, RDMA READ response, atomic ACK) and with timer expiries.
+//! The RC completer: what a [`SendQueue`](super::requester::SendQueue)
+//! does with each response (ACK, NAK, RDMA READ response, atomic ACK) and
+//! with timer expiries.
 //!
 //! Rules (IBTA vol. 1, 9.7.5.1):
 //! - Responses are valid only for PSNs in the window of sent, not yet
@@ -96,11 +97,15 @@ impl Response {
     }
 }
 
-/// What the driver does after [`SendQueue::on_response`](SendQueueWith::on_response),
-/// [`SendQueue::on_timeout`](SendQueueWith::on_timeout) or [`SendQueue::on_rnr_timer`](SendQueueWith::on_rnr_timer). In every
-/// case it then drains [`SendQueue::pop_completion`](SendQueueWith::pop_completion), restarts the
-/// transport timer if [`SendQueue::has_unacked`](SendQueueWith::has_unacked) (stops it otherwise),
-/// and resumes sending with [`SendQueue::next_packet`](SendQueueWith::next_packet).
+/// What the driver does after
+/// [`SendQueue::on_response`](SendQueueWith::on_response),
+/// [`SendQueue::on_timeout`](SendQueueWith::on_timeout) or
+/// [`SendQueue::on_rnr_timer`](SendQueueWith::on_rnr_timer). In every case
+/// it then drains [`SendQueue::pop_completion`](SendQueueWith::pop_completion),
+/// restarts the transport timer if
+/// [`SendQueue::has_unacked`](SendQueueWith::has_unacked) (stops it
+/// otherwise), and resumes sending with
+/// [`SendQueue::next_packet`](SendQueueWith::next_packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     /// Nothing changed (duplicate, stale, ghost or reserved response):
@@ -126,13 +131,16 @@ pub enum Action {
         /// The remote data before the operation.
         orig: u64,
     },
-    /// Packets from `from` on will be resent by [`SendQueue::next_packet`](SendQueueWith::next_packet).
+    /// Packets from `from` on will be resent by
+    /// [`SendQueue::next_packet`](SendQueueWith::next_packet).
     Retransmit {
         /// First PSN resent.
         from: Psn,
     },
     /// Stop the transport timer; start the RNR timer for `usec`
-    /// microseconds and call [`SendQueue::on_rnr_timer`](SendQueueWith::on_rnr_timer) when it expires.
+    /// microseconds and call
+    /// [`SendQueue::on_rnr_timer`](SendQueueWith::on_rnr_timer) when it
+    /// expires.
     RnrWait {
         /// RNR NAK timer, microseconds.
         usec: u32,
@@ -305,9 +313,9 @@ impl<S: SlotStore> SendQueueWith<S> {
 
     /// Sets the transport retries left back to `retry_cnt`. A driver that
     /// spreads the QP over several paths calls it before each
-    /// [`SendQueue::on_timeout`](SendQueueWith::on_timeout) when its own per-path budget says to go
-    /// on, and ends the QP with [`SendQueue::abort`](SendQueueWith::abort) when that budget is
-    /// spent.
+    /// [`SendQueue::on_timeout`](SendQueueWith::on_timeout) when its own
+    /// per-path budget says to go on, and ends the QP with
+    /// [`SendQueue::abort`](SendQueueWith::abort) when that budget is spent.
     pub fn refill_retries(&mut self) {
         self.retry_left = self.cfg.retry_cnt;
     }

@@ -4,11 +4,11 @@
 //! a SACK shows lost was lost on the session that carried it (see
 //! [`super::scoreboard`]), and so were the packets in flight when the
 //! session's own timer expired ([`super::quiet`]; on a lossy path with a
-//! small window a lost burst is often all of them). A session whose loss rate stays above a
-//! threshold for consecutive epochs of its own packets is replaced by a
-//! fresh 5-tuple (another source port: in a fabric that hashes flows onto
-//! paths, another path), as the sessions patent family's US 12,284,115
-//! proposes. The other sessions' shares follow from the policy (with
+//! small window a lost burst is often all of them). A session whose loss
+//! rate stays above a threshold for consecutive epochs of its own packets
+//! is replaced by a fresh 5-tuple (another source port: in a fabric that
+//! hashes flows onto paths, another path), as the sessions patent family's
+//! US 12,284,115 proposes. The other sessions' shares follow from the policy (with
 //! `least-outstanding`, from what each path delivers).
 
 use super::sent_before;
