@@ -9,6 +9,7 @@
 #define SROCE_HELPERS_H
 
 #include <linux/highmem.h>
+#include <linux/kthread.h>
 #include <linux/netdevice.h>
 #include <linux/refcount.h>
 #include <linux/scatterlist.h>
@@ -33,6 +34,8 @@ bool sroce_spin_trylock_bh(spinlock_t *lock);
 bool sroce_bh_lockable(void);
 void sroce_preempt_disable(void);
 void sroce_preempt_enable(void);
+void sroce_kthread_init_work(struct kthread_work *work, kthread_work_func_t fn);
+unsigned int sroce_num_online_cpus(void);
 
 /* Memory regions: key table, pinned pages, their mapping. */
 void sroce_xa_init_alloc(struct xarray *xa);

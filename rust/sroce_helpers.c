@@ -558,6 +558,16 @@ void sroce_preempt_enable(void)
 	preempt_enable();
 }
 
+void sroce_kthread_init_work(struct kthread_work *work, kthread_work_func_t fn)
+{
+	kthread_init_work(work, fn);
+}
+
+unsigned int sroce_num_online_cpus(void)
+{
+	return num_online_cpus();
+}
+
 /*
  * On-demand paging. The RDMA core's ODP umem registers an MMU interval
  * notifier and faults pages in through HMM; sroce keeps its own

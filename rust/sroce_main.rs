@@ -73,6 +73,7 @@ impl kernel::Module for SroceModule {
                 registry,
                 debugfs: Dir::new(c"sroce"),
                 next_id: AtomicU32::new(0),
+                pass_threads: sroce::pass_threads::PassThreads::new()?,
             },
             GFP_KERNEL,
         )?;

@@ -20,6 +20,7 @@ pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod devname;
 pub(crate) mod key_slots;
+pub(crate) mod kthread_worker;
 pub(crate) mod kwr;
 pub(crate) mod link;
 pub(crate) mod mr;

@@ -108,10 +108,10 @@ impl QpHandle {
     }
 }
 
-/// The way deferred work (a work item, a timer, the receive softirq) of the
-/// driver reaches its QP: valid from the end of `create_qp` until
-/// `destroy_qp`, which revokes it and waits for its users before the QP's
-/// memory goes.
+/// The way deferred work (a pass thread, a work item, a timer, the
+/// receive softirq) of the driver reaches its QP: valid from the end of
+/// `create_qp` until `destroy_qp`, which revokes it and waits for its
+/// users before the QP's memory goes.
 ///
 /// The driver keeps the link in its per-QP state and names it in
 /// [`Driver::qp_link`]; this layer attaches and revokes it, so a link can

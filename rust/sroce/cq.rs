@@ -167,7 +167,7 @@ pub(crate) fn poll(cq: &Cq<SroceDevice>, out: &mut WcOut<'_>) {
 /// A full CQ is an overrun (IBTA 11.4.2.1 / 10.10.2.3): the CQ enters the
 /// error state for good, its owner gets one `IB_EVENT_CQ_ERR`, and every
 /// QP that completes to it from then on is moved to the error state (with
-/// `IB_EVENT_QP_FATAL`) by its work item. Completions for an overrun CQ
+/// `IB_EVENT_QP_FATAL`) by its next pass. Completions for an overrun CQ
 /// are dropped without further events, so a process that keeps work
 /// coming costs nothing per completion. Returns `ENOSPC` then.
 pub(crate) fn post(

@@ -11,6 +11,7 @@ use super::{
     io::{counters, counters::Counter, counters::IoCounters, sockets::NsSockets},
     limits,
     mr::{self, SroceMemoryRegion},
+    pass_threads::PassThreads,
     qp,
     rc::QpShared,
     recv::OpcodeCounts,
@@ -104,6 +105,8 @@ pub(crate) struct SroceDevice {
     /// `roce_v1` when it was created; fixed for its life, like its GID
     /// types).
     pub(crate) roce_v1: bool,
+    /// The module's threads that run its QPs' passes.
+    pub(crate) pass_threads: Arc<PassThreads>,
 }
 
 /// One past the highest queue pair number handed out.
@@ -132,6 +135,7 @@ impl SroceDevice {
         rx_opcodes: Arc<OpcodeCounts>,
         debug: impl PinInit<Scope<DevDebug>, Error> + 'a,
         roce_v1: bool,
+        pass_threads: Arc<PassThreads>,
     ) -> impl PinInit<Self, Error> + 'a {
         try_pin_init!(Self {
             sys_image_guid_be: guid_be,
@@ -164,6 +168,7 @@ impl SroceDevice {
             debug <- debug,
             sessions <- new_spinlock_irq!(SessionDefaults::DEFAULT, "sroce::sessions"),
             roce_v1,
+            pass_threads,
         })
     }
 }

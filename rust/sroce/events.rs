@@ -14,7 +14,7 @@
 //! - any net device of a namespace with sroce devices going up or down
 //!   (administratively or by carrier): sessions leave through links other
 //!   than the bound one, so every queue pair with several sessions there is
-//!   told to look at its links again (its work item does, under the QP's
+//!   told to look at its links again (its next pass does, under the QP's
 //!   lock: see `rc_sessions::QpSessions::refresh_links`).
 
 use super::link::SroceDriver;

@@ -4,7 +4,7 @@
 
 use super::{
     debugfs, device::SroceDevice, guid::eui64_from_mac, io::sockets::SocketTable,
-    recv::OpcodeCounts,
+    pass_threads::PassThreads, recv::OpcodeCounts,
 };
 use crate::rdma::{
     device::{NewDevice, Registry},
@@ -24,6 +24,8 @@ pub(crate) struct SroceDriver {
     pub(crate) debugfs: Dir,
     /// Source of device ids.
     pub(crate) next_id: AtomicU32,
+    /// The threads that run QPs' passes, for every device.
+    pub(crate) pass_threads: Arc<PassThreads>,
 }
 
 impl LinkType for SroceDriver {
@@ -58,7 +60,15 @@ impl LinkType for SroceDriver {
             opcodes.clone(),
         );
         let roce_v1 = crate::module_parameters::roce_v1.value();
-        let data = SroceDevice::new(guid_be, sockets, id, opcodes, debug, roce_v1);
+        let data = SroceDevice::new(
+            guid_be,
+            sockets,
+            id,
+            opcodes,
+            debug,
+            roce_v1,
+            self.pass_threads.clone(),
+        );
         let mut dev = NewDevice::new(self.module, &self.registry, data)?;
         dev.set_node_guid(guid_be);
         dev.set_node_desc(c"sroce");

@@ -17,6 +17,7 @@ pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod odp;
+pub(crate) mod pass_threads;
 pub(crate) mod qp;
 pub(crate) mod qp_res;
 pub(crate) mod rc;

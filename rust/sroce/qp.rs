@@ -98,7 +98,7 @@ pub(crate) struct SroceQp {
     control: Mutex<()>,
     #[pin]
     inner: SpinLockBh<QpInner>,
-    /// What the receive path and the work item share; in the device's QP
+    /// What the receive path and deferred passes share; in the device's QP
     /// table while the QP exists.
     shared: Arc<QpShared>,
     /// Kernel consumers' posting into the send and receive rings (`None`
@@ -113,7 +113,7 @@ pub(crate) struct SroceQp {
     /// The QP state (`QpState as u8`), readable without the mutex by
     /// kernel posting; written with the state under the mutex.
     state: AtomicU8,
-    /// A completion of this QP found its CQ overrun: the work item moves
+    /// A completion of this QP found its CQ overrun: the next pass moves
     /// the QP to the error state (see [`cq::post`]).
     cq_overrun: AtomicBool,
 }
@@ -160,7 +160,7 @@ impl SroceQp {
     }
 
     /// Notes that a CQ of the QP overran (callable with the QP locked or
-    /// from any context); the work item then moves the QP to the error
+    /// from any context); the next pass then moves the QP to the error
     /// state.
     pub(crate) fn cq_overrun(&self) {
         if !self.cq_overrun.swap(true, Ordering::AcqRel) {
@@ -246,7 +246,7 @@ pub(crate) fn create(
         QpType::Ud | QpType::Gsi => Some(super::ud::WqeStage::new()?),
         _ => None,
     };
-    let shared = QpShared::new()?;
+    let shared = QpShared::new(dev.data().pass_threads.seat())?;
     let qpn = if req.qp_type == QpType::Gsi {
         limits::GSI_QPN
     } else {
@@ -313,7 +313,7 @@ pub(crate) fn create(
 /// Posts a kernel consumer's send work requests into the send ring and
 /// runs them as a process's WQEs: at once if the QP is idle and the
 /// caller's context allows (not a hard interrupt, interrupts enabled),
-/// else in the work item.
+/// else in a pass on the QP's thread.
 pub(crate) fn post_send_wrs(qp: &Qp<SroceDevice>, wrs: &mut SendWrs<'_, SroceDevice>) -> Result {
     let d = qp.data();
     let state = d.state();
@@ -357,7 +357,7 @@ pub(crate) fn post_recv_wrs(qp: &Qp<SroceDevice>, wrs: &mut RecvWrs<'_>) -> Resu
     }
     drop(guard);
     if d.state() == QpState::Err as u8 {
-        // The work item flushes what is posted in the error state.
+        // A pass flushes what is posted in the error state.
         d.shared.schedule();
     }
     Ok(())
@@ -386,11 +386,11 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 /// process context): the caller's own context runs a pass of the QP, so a
 /// message leaves without waiting for a worker to wake up (rxe 7.3 queues
 /// its requester's work item here; its comment still speaks of process
-/// context). If the QP is busy (a pass in the work item, the receive
+/// context). If the QP is busy (a pass on its thread, the receive
 /// softirq or another doorbell holds it), the holder may have looked at
 /// the ring before these WQEs were in it: it runs one more pass when it
-/// lets go ([`super::rc::answer_doorbell`]), and the work item is
-/// scheduled too, for a holder that is not a pass.
+/// lets go ([`super::rc::answer_doorbell`]), and a pass on the QP's
+/// thread is scheduled too, for a holder that is not a pass.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     // The published state: refusing needs no lock.
     let state = qp.data().state();
@@ -400,7 +400,7 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     }
     let Some(mut inner) = qp.data().inner.try_lock() else {
         // The holder runs a pass for these WQEs when it lets go, if it is
-        // running one; the work item covers any other holder.
+        // running one; the QP's thread covers any other holder.
         qp.data().shared.ring_doorbell();
         qp.data().shared.schedule();
         return Ok(());
@@ -428,8 +428,8 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
 
 /// Moves the QP to the error state if one of its CQs overran (an overrun
 /// CQ stays in the error state, so every later pass finds it so too),
-/// telling the owner with `IB_EVENT_QP_FATAL`. The work item calls it
-/// first, with the QP locked.
+/// telling the owner with `IB_EVENT_QP_FATAL`. A pass calls it first,
+/// with the QP locked.
 pub(crate) fn check_cq_overrun(qp: &Qp<SroceDevice>, inner: &mut QpInner) {
     let d = qp.data();
     if !d.cq_overrun.load(Ordering::Acquire) || inner.attrs.state == QpState::Err {

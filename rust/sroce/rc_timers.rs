@@ -5,8 +5,8 @@
 //! ACK request, for packets of unsignaled messages that no packet asked to
 //! have acknowledged when sending paused.
 //!
-//! Both are deadlines kept here and checked by the QP's work item; one
-//! high-resolution timer per QP only wakes the work item. The timer is
+//! Both are deadlines kept here and checked by the QP's passes; one
+//! high-resolution timer per QP only schedules a pass on its thread. The timer is
 //! armed lazily: it is restarted only when a deadline comes earlier than
 //! the armed expiry (or none is armed); a wake-up before a deadline finds
 //! nothing due and re-arms. So an ACK that restarts the transport timer
@@ -64,7 +64,7 @@ pub(crate) struct RcTimers {
     /// Expiry the wake-up timer was last started with.
     armed_at: Option<Now>,
     /// The started wake-up timer; dropping it cancels the timer (and waits
-    /// for a running callback, which only schedules the work item).
+    /// for a running callback, which only schedules a pass).
     handle: Option<ArcHrTimerHandle<QpShared>>,
 }
 
@@ -138,7 +138,7 @@ impl RcTimers {
         }
     }
 
-    /// After the work item's pass at `now`: starts or stops the deadlines
+    /// After a pass at `now`: starts or stops the deadlines
     /// as the send queue's state asks (and the session poll if `poll`),
     /// and makes sure the wake-up timer fires no later than the earliest,
     /// or than `wake_in_us` from now (a session's own retransmit timer,

@@ -6,7 +6,7 @@
 //! receive WQE with a 40-byte GRH and the payload. Unreliable: no PSN
 //! checks, no ACKs; a send completes once its packet is handed to IP.
 //!
-//! Runs in the QP's work item, like the RC data path ([`super::rc`]).
+//! Runs in the QP's passes, like the RC data path ([`super::rc`]).
 
 use super::{
     cq,
@@ -79,7 +79,7 @@ impl WqeStage {
     }
 }
 
-/// The work item's body for a UD QP: received packets, then new sends.
+/// A pass over a UD QP: received packets, then new sends.
 /// Never inlined into the RC pass that dispatches to it: its locals would
 /// add to that frame.
 #[inline(never)]

@@ -51,11 +51,33 @@ installed_autoload() {
 }
 if [[ $LINK_TYPE == sroce ]]; then installed_autoload; fi
 
+# sroce's pass threads (sroce_pass/N): one per online CPU, at SCHED_FIFO
+# priority 1 (stat fields 40 and 41); all gone after rmmod.
+pass_threads() {
+	local f
+	for f in /proc/[0-9]*/comm; do
+		[[ $(cat "$f" 2>/dev/null) == sroce_pass/* ]] && echo "${f%/comm}"
+	done
+	return 0
+}
+check_pass_threads() {
+	local n=0 d fields
+	for d in $(pass_threads); do
+		# Fields from the third on, after the command's closing parenthesis.
+		read -r -a fields < <(sed 's/.*) //' "$d/stat")
+		assert_eq "1 1" "${fields[37]} ${fields[38]}" "$(cat "$d/comm"): rt_priority, policy (SCHED_FIFO)"
+		n=$((n + 1))
+	done
+	assert_eq "$(getconf _NPROCESSORS_ONLN)" "$n" "pass threads"
+}
+
 for i in 1 2 3; do
 	load_sroce
 	module_loaded "$MOD_NAME" || fail "load $i: /sys/module/$MOD_NAME missing after insmod"
+	if [[ $LINK_TYPE == sroce ]]; then check_pass_threads; fi
 	assert_ok rmmod "$MOD_NAME"
 	! module_loaded "$MOD_NAME" || fail "load $i: module still loaded after rmmod"
+	assert_eq "" "$(pass_threads)" "load $i: pass threads after rmmod"
 done
 
 # Loaded: the link type works. Then rmmod with the device still linked.

@@ -81,8 +81,8 @@ pub(crate) enum Counter {
     /// nothing queued before them and the QP idle, or were pieces of a
     /// segmented datagram held for the pass its last piece runs).
     RcvdSoftirqPasses,
-    /// Received packets left to the QP's work item (queued behind others,
-    /// or the QP was busy).
+    /// Received packets left to the QP's pass thread (queued behind
+    /// others, or the QP was busy).
     RcvdWorkerHandoffs,
     /// UC packets dropped with the message they belong to (packets before
     /// them lost, no receive WQE, an access error, a duplicate).
@@ -160,10 +160,14 @@ pub(crate) enum Counter {
     /// backlog, a qdisc), taken back and sent again when it has drained,
     /// not lost (each is also a `SendErr`).
     SendRequeued,
+    /// Passes over a QP run on a pass thread (`sroce_pass/N`): work the
+    /// receive softirq or the posting process left (packets queued behind
+    /// others, timers, a busy QP).
+    ThreadPasses,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::SendRequeued as usize + 1;
+const COUNT: usize = Counter::ThreadPasses as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -224,6 +228,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"ack_requests"),
     StatDesc::new(c"rcvd_held"),
     StatDesc::new(c"send_requeued"),
+    StatDesc::new(c"thread_passes"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

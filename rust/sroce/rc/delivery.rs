@@ -18,7 +18,7 @@
 //!   request packets while any the QP sent are unacknowledged (they may
 //!   still be queued somewhere): it leaves them to process context, the
 //!   pass whose unlock it runs in (same CPU, answered after the unlock)
-//!   or else the QP's work item. With nothing in flight it sends (a
+//!   or else the QP's pass thread. With nothing in flight it sends (a
 //!   ping-pong's next message, posted while the softirq pass held the QP,
 //!   goes out without a hop), unmarked: a process that posts again before
 //!   that CPU delivered can still overtake it (one NAK, rare);
@@ -44,8 +44,9 @@ pub(crate) enum PassContext {
     /// The receive softirq: request packets are left to process context
     /// while others are in flight.
     Receive,
-    /// Process context (a process's doorbell, the work item): what the
-    /// pass sent is marked as delivering until its unlock returned.
+    /// Process context (a process's doorbell, a pass thread, the work
+    /// item): what the pass sent is marked as delivering until its unlock
+    /// returned.
     Task,
     /// A kernel consumer's doorbell, in whatever context it posts from:
     /// held off by a delivery, its own sends unmarked.

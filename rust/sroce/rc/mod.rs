@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RC (and UC) data path of one queue pair: the protocol core's requester and
-//! responder engines driven from a work item, packets in through
+//! responder engines driven by passes over the QP, packets in through
 //! [`super::recv`] and out through [`super::io::send`].
 //!
 //! A pass over the QP runs under the QP's lock (a spinlock that disables
 //! bottom halves) in one of three places: the receive softirq, for a
 //! packet that finds the QP idle and nothing queued before it (as rxe
 //! handles a lone packet in its softirq: no hop to a worker); the send
-//! doorbell of the process; and the QP's work item, which takes whatever
-//! the other two could not (the QP was busy, packets queued up, budgets
-//! ran out) and what may sleep. The QP's timer ([`super::rc_timers`]) only
-//! schedules the work item. Request packets leave in order across CPUs
+//! doorbell of the process; and the QP's pass thread
+//! ([`super::pass_threads`]), which takes whatever the other two could
+//! not (the QP was busy, packets queued up, budgets ran out). What may
+//! sleep (page faults, session sockets) is the QP's work item's, on the
+//! kernel's unbound workqueue, then a pass. The QP's timer
+//! ([`super::rc_timers`]) only schedules a pass on the thread. Request
+//! packets leave in order across CPUs
 //! ([`delivery`]): a softirq pass with packets in flight leaves new ones
 //! to process context, and a CPU delivering what its pass sent holds off
 //! the other's.
 //!
-//! This file holds the QP's state and one pass of its work item (timers,
+//! This file holds the QP's state and one pass over it (timers,
 //! received packets, new send work, completions); the pass hands each job
 //! to the module that does it, along the data's path as in rxe:
 //! - [`requester`]: send WQEs out as request packets, go-back decisions;
@@ -51,6 +54,7 @@ use super::{
     rc_timers::{Now, RcTimers},
 };
 use crate::net::addr::IpAddr;
+use crate::rdma::kthread_worker::{impl_has_kthread_work, KthreadWork, KthreadWorkItem};
 use crate::rdma::{
     av::AddressVector,
     bh_lock::{NoPreemption, SpinLockBhGuard},
@@ -68,6 +72,7 @@ use crate::roce::{
     segment::Mtu,
     session::{FiveTuple, GroupConfig, NetAddr, ReceiveFilter},
 };
+use crate::sroce::pass_threads::PassThreadSeat;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     alloc::KVBox,
@@ -91,14 +96,14 @@ const RD_ATOM: usize = super::limits::MAX_QP_RD_ATOM as usize;
 /// The requester engine over heap slots.
 pub(crate) type Requester = SendQueueWith<EngineStore<Option<Slot>>>;
 
-/// Received packets queued for the work item at most; more are dropped
+/// Received packets queued for a pass at most; more are dropped
 /// (and counted), as a NIC's full receive FIFO would.
 const RX_QUEUE_LEN: usize = 512;
-/// Received packets an RC QP's work item takes per pass; the rest wait for
-/// the next pass, which it schedules (bounded time per pass: a peer's
-/// flood cannot hold a worker, nor delay the QP's teardown).
+/// Received packets an RC QP's pass takes; the rest wait for the next
+/// pass, which it schedules (bounded time per pass: a peer's flood cannot
+/// hold a pass thread, nor delay the QP's teardown).
 const RX_PER_PASS: usize = 64;
-/// RDMA READ response packets an RC QP's work item sends per pass (its
+/// RDMA READ response packets an RC QP sends per pass (its
 /// own or replayed); the rest go in later passes.
 const READ_RESPONSES_PER_PASS: u32 = 32;
 
@@ -131,15 +136,25 @@ pub(super) const TX_REFUSED_MAX: u32 = 100;
 /// Largest payload of one packet (path MTU 4096).
 const MAX_PAYLOAD: usize = 4096;
 
-/// What the receive softirq and the work item share for one QP; kept alive
-/// by the QP and by the device's QP table (and by a queued work item).
+/// What the receive softirq, the pass thread and the work item share for
+/// one QP; kept alive by the QP and by the device's QP table (and by a
+/// queued pass or work item).
 #[pin_data]
 pub(crate) struct QpShared {
     #[pin]
     link: QpLink<SroceDevice>,
+    /// Runs a pass on the QP's pass thread ([`pass_threads`]).
+    ///
+    /// [`pass_threads`]: crate::sroce::pass_threads
+    #[pin]
+    pass_work: KthreadWork<QpShared>,
+    /// The QP's place on that thread.
+    _seat: PassThreadSeat,
+    /// Runs, on the kernel's unbound workqueue, what may sleep (see
+    /// [`run`]), then a pass.
     #[pin]
     work: Work<QpShared>,
-    /// Wakes the work item when a requester deadline is due.
+    /// Schedules a pass when a requester deadline is due.
     #[pin]
     timer: HrTimer<QpShared>,
     /// Received packets; `closed` once the QP is being destroyed.
@@ -162,7 +177,7 @@ enum Leave {
     No,
     /// The pass of the CPU delivering answers the doorbell flag.
     ToDelivery,
-    /// No pass in process context will come by itself: the work item.
+    /// No pass in process context will come by itself: the pass thread.
     ToWorker,
 }
 
@@ -174,7 +189,7 @@ pub(crate) enum Queued {
     /// A piece of a segmented datagram, queued for the pass of its last
     /// piece, which follows in the same softirq call.
     Held,
-    /// Queued behind others, for the work item (scheduled).
+    /// Queued behind others, for the pass thread (scheduled).
     Behind,
     /// The queue was full: dropped.
     Dropped,
@@ -186,9 +201,9 @@ pub(crate) enum Queued {
 struct RxQueue {
     packets: KVVec<RxPacket>,
     /// An empty vector of the same capacity, swapped with `packets` when
-    /// the work item takes a batch (and given back empty).
+    /// a pass takes a batch (and given back empty).
     spare: KVVec<RxPacket>,
-    /// A batch the work item took but did not finish, in reverse arrival
+    /// A batch a pass took but did not finish, in reverse arrival
     /// order (the next packet last); taken again before any new one.
     backlog: KVVec<RxPacket>,
     /// No more scheduling: the QP is going away.
@@ -217,8 +232,8 @@ impl HrTimerCallback for QpShared {
         this: ArcBorrow<'_, QpShared>,
         _ctx: HrTimerCallbackContext<'_, Self>,
     ) -> HrTimerRestart {
-        // Hard interrupt context: only wake the work item, which checks
-        // the deadlines under the QP's lock.
+        // Hard interrupt context: only schedule a pass, which checks the
+        // deadlines under the QP's lock.
         Arc::<QpShared>::from(this).schedule();
         HrTimerRestart::NoRestart
     }
@@ -234,14 +249,27 @@ impl WorkItem for QpShared {
     }
 }
 
+impl_has_kthread_work! {
+    impl HasKthreadWork for QpShared { self.pass_work }
+}
+
+impl KthreadWorkItem for QpShared {
+    fn run(this: Arc<QpShared>) {
+        this.link.with(run_on_pass_thread);
+    }
+}
+
 impl QpShared {
-    /// Shared state for a new QP.
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// Shared state for a new QP, whose passes run on `seat`'s thread.
+    pub(crate) fn new(seat: PassThreadSeat) -> Result<Arc<Self>> {
+        let worker = seat.worker();
         Arc::pin_init(
             try_pin_init!(Self {
                 link <- QpLink::new(),
                 doorbell: AtomicBool::new(false),
                 delivery: delivery::Delivery::new(),
+                pass_work <- KthreadWork::new(worker),
+                _seat: seat,
                 work <- new_work!("sroce::qp_work"),
                 timer <- HrTimer::new(),
                 rx <- new_spinlock_irq!(
@@ -268,8 +296,8 @@ impl QpShared {
     /// the pieces of its datagram) is left for the caller to handle at
     /// once ([`Queued::Lone`]); one that more pieces of its datagram
     /// `followed` waits for the last of them ([`Queued::Held`]): a burst
-    /// costs one pass, not one per packet. Behind others it schedules the
-    /// work item, which is already due to run. Any context.
+    /// costs one pass, not one per packet. Behind others it schedules a
+    /// pass on the QP's thread, which is already due to run. Any context.
     ///
     /// Pieces are held only while the next piece of the list is for the
     /// same QP; one that fails the receive checks releases them
@@ -290,8 +318,8 @@ impl QpShared {
         q.held = held;
         if !lone || (refused.is_some() && !q.packets.is_empty()) {
             // Under the lock, so that `close` cannot miss this queueing.
-            // (Pieces held before a refused one go to the work item.)
-            let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
+            // (Pieces held before a refused one go to the pass thread.)
+            KthreadWork::enqueue(self.clone());
         }
         drop(q);
         // A refused packet is freed outside the IRQ-disabling lock.
@@ -325,7 +353,7 @@ impl QpShared {
 
     /// Handles a lone received packet now, in the receive softirq, if the
     /// QP is idle; else (another context holds it, it is going away)
-    /// leaves it to the work item. Whether a pass ran here.
+    /// leaves it to the pass thread. Whether a pass ran here.
     pub(crate) fn receive_now(self: &Arc<Self>) -> bool {
         let ran = self.link.with(|qp| {
             let Some(mut inner) = qp.data().try_lock() else {
@@ -349,8 +377,8 @@ impl QpShared {
     }
 
     /// Raises the doorbell flag: a send doorbell that found the QP's lock
-    /// taken (the caller also schedules the work item, in case the holder
-    /// was not a pass), or a pass that left its request packets to another
+    /// taken (the caller also schedules a pass, in case the holder was not
+    /// a pass), or a pass that left its request packets to another
     /// ([`QpShared::leaves_requests`]).
     pub(crate) fn ring_doorbell(&self) {
         self.doorbell.store(true, Ordering::SeqCst);
@@ -389,9 +417,19 @@ impl QpShared {
         }
     }
 
-    /// Schedules the work item (no-op if it is already queued or the QP is
-    /// going away).
+    /// Schedules a pass on the QP's pass thread (no-op if one is already
+    /// queued or the QP is going away). Any context.
     pub(crate) fn schedule(self: &Arc<Self>) {
+        let q = self.rx.lock();
+        if !q.closed {
+            KthreadWork::enqueue(self.clone());
+        }
+        drop(q);
+    }
+
+    /// Schedules the work item, which does what may sleep, then a pass
+    /// (no-op if it is already queued or the QP is going away).
+    fn schedule_sleeping_work(self: &Arc<Self>) {
         let q = self.rx.lock();
         if !q.closed {
             let _ = crate::rdma::work::system_dfl().enqueue(self.clone());
@@ -399,11 +437,14 @@ impl QpShared {
         drop(q);
     }
 
-    /// Stops scheduling, then waits for the work item to finish, so no
-    /// execution is left once the QP (and possibly the module) is gone.
-    /// Process context; the QP's locks must not be held.
+    /// Stops scheduling, then waits for the pass thread and the work item
+    /// to be done with the QP, so no execution is left once the QP (and
+    /// possibly the module) is gone. Process context; the QP's locks must
+    /// not be held.
     pub(crate) fn close(&self) {
         self.rx.lock().closed = true;
+        // Neither can queue the other any more.
+        self.pass_work.flush();
         crate::rdma::work::flush(&self.work);
     }
 
@@ -434,7 +475,7 @@ impl QpShared {
     /// Gives back a batch from [`QpShared::take_backlog_or_batch`]: what
     /// is left is taken first next time; an empty one is the next spare.
     /// Whether packets are queued behind an emptied batch: those that
-    /// arrived while a pass worked on a backlog found the work item
+    /// arrived while a pass worked on a backlog found a pass
     /// scheduled already, so the pass that finishes it must schedule it
     /// again for them.
     pub(crate) fn keep_backlog(&self, batch: KVVec<RxPacket>) -> bool {
@@ -718,10 +759,10 @@ impl RcState {
 }
 
 /// Runs a pass now if the QP is idle; false if it was busy or the pass
-/// left something that needs process context, for the work item (the
-/// caller schedules it). Any context where bottom halves can be disabled
-/// (a kernel consumer's doorbell: its context is not known, so what the
-/// pass sends is not marked as delivering, see [`delivery`]).
+/// left work (the caller schedules a pass on the QP's thread, which hands
+/// what may sleep to the work item). Any context where bottom halves can
+/// be disabled (a kernel consumer's doorbell: its context is not known,
+/// so what the pass sends is not marked as delivering, see [`delivery`]).
 pub(crate) fn try_pass(qp: &Qp<SroceDevice>) -> bool {
     let Some(mut inner) = qp.data().try_lock() else {
         return false;
@@ -770,8 +811,8 @@ pub(crate) fn unlock_after_pass(
 /// After a pass let go of the QP: if a send doorbell found the lock taken
 /// meanwhile, or a pass on another CPU left its new packets to this one's
 /// delivery, runs one more pass for them at once, so they do not wait for
-/// the work item. If the QP is taken again, the flag stays up for its
-/// holder and the work item is scheduled (the holder may not be a pass).
+/// the pass thread. If the QP is taken again, the flag stays up for its
+/// holder and a pass is scheduled (the holder may not be a pass).
 /// `ctx`: the caller's (a task marks what its pass sent as delivering,
 /// [`unlock_after_pass`]).
 pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
@@ -799,15 +840,15 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
     } else {
         drop(inner);
     }
-    // Raised again during this pass or its delivery: the work item
+    // Raised again during this pass or its delivery: the pass thread
     // answers (no loop here).
     if left || shared.doorbell.load(Ordering::SeqCst) {
         shared.schedule();
     }
 }
 
-/// Whether a pass outside process context left work that needs it: a
-/// retired connection to drop, a session group to build.
+/// Whether a pass left work that may sleep, for the work item: a retired
+/// connection to drop, a session group to build, a page to fault in.
 fn leaves_work(inner: &QpInner) -> bool {
     inner.retired.is_some()
         || super::ud_sessions::wanted(inner)
@@ -818,9 +859,9 @@ fn leaves_work(inner: &QpInner) -> bool {
             .is_some_and(|rc| rc.sessions.replace_pending() || rc.mp.wants_work())
 }
 
-/// The work item's body: first what needs process context (session
-/// groups a UD pass asked for), then a pass, then dropping what the pass
-/// retired.
+/// The work item's body: first what may sleep (page faults, session
+/// groups and replacement ports, multipath state), then a pass, then
+/// dropping what the pass retired.
 fn run(qp: &Qp<SroceDevice>) {
     super::odp::resolve(qp);
     super::ud_sessions::build_wanted(qp);
@@ -837,9 +878,31 @@ fn run(qp: &Qp<SroceDevice>) {
     answer_doorbell(qp, PassContext::Task);
 }
 
+/// The pass thread's body: a pass, unless an earlier pass left work that
+/// may sleep (which would hold up the thread's other QPs): the work item
+/// does that, then the pass.
+fn run_on_pass_thread(qp: &Qp<SroceDevice>) {
+    let shared = qp.data().shared();
+    let sent_before = sent_so_far(qp);
+    let mut guard = qp.data().lock();
+    if leaves_work(&guard) {
+        drop(guard);
+        shared.schedule_sleeping_work();
+        return;
+    }
+    qp.device().data().io.counters.inc(Counter::ThreadPasses);
+    run_pass(qp, &mut guard, PassContext::Task);
+    let sleeping = leaves_work(&guard);
+    unlock_after_pass(qp, guard, sent_before);
+    if sleeping {
+        shared.schedule_sleeping_work();
+    }
+    answer_doorbell(qp, PassContext::Task);
+}
+
 /// One pass over the QP, with it locked: due timers, received packets,
 /// then new send work, completions and the timers for what is outstanding.
-/// Bounded (see the budgets); what is left schedules the work item.
+/// Bounded (see the budgets); what is left schedules another pass.
 pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassContext) {
     let shared = qp.data().shared();
     let counters = &qp.device().data().io.counters;
@@ -941,7 +1004,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
         }
         // Not while going back N or waiting out an RNR NAK (silence then
         // says nothing about a path; `resend_quiet` leaves it alone, and an
-        // expired timer would wake the work item at once, pass after pass):
+        // expired timer would schedule a pass at once, pass after pass):
         // the sessions' timers start again when it is over.
         let quiet_in = if rc.sq.resending() || rc.sq.waiting_rnr() {
             rc.mp.restart_quiet(now_us);
@@ -1062,7 +1125,7 @@ fn sends_waiting(inner: &QpInner) -> bool {
 /// Whether the requester may have work for [`send`]: WQEs to take,
 /// packets to send or resend, a local operation. Not while it waits (an
 /// RNR wait, a held packet: a page fault, or a refused one, whose retry
-/// timer runs the work item); a full window still counts.
+/// timer schedules a pass); a full window still counts.
 fn requests_waiting(inner: &QpInner) -> bool {
     sends_waiting(inner)
         || inner.rc.as_ref().is_some_and(|rc| {

@@ -465,7 +465,7 @@ pub(super) fn send_reply(qp: &Qp<SroceDevice>, inner: &mut QpInner, reply: Reply
             h.atomic_ack_eth = Some(AtomicAckEth { orig });
             let _ = send_packet(dev, routes, &flow, &h, 0, |_| Ok(()));
         }
-        // Queued: sent by the work item within its budget, from the
+        // Queued: sent by a pass within its budget, from the
         // device the READ came in through.
         Reply::Read => rc.read_ingress = ingress,
     }
