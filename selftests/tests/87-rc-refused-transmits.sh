@@ -3,8 +3,12 @@
 # per-CPU backlog, made 16 packets deep) is taken back and sent again once
 # the queue drains (counter send_requeued, each also a send_err), not
 # counted as lost and resent only after a NAK or a timeout. A stream of
-# 4 KiB WRITEs (lone packets at MTU 1024) then completes, and verbs_data's
-# bytes check out under the same backlog. A queue that never drains (a
+# 64 KiB WRITEs then completes, and verbs_data's bytes check out under the
+# same backlog. The module sends every packet alone (udp_segmentation=0),
+# so a pass that sends one such message at MTU 1024 queues 64 packets in
+# its CPU's backlog before that CPU's softirqs run (the QP's lock keeps
+# them off): the backlog (16, plus one) refuses some on every such pass,
+# whatever the passes' timing. A queue that never drains (a
 # qdisc that drops everything) is taken for a dead link after 100 refusals
 # in a row: the requester's retries run out (IBV_WC_RETRY_EXC_ERR) instead
 # of it trying again forever.
@@ -14,7 +18,11 @@
 
 [[ $LINK_TYPE == sroce ]] || skip "tests sroce's requester"
 command -v ib_write_bw >/dev/null || skip "perftest is not installed"
-two_devices
+require_module_file
+insmod "$MOD_KO" udp_segmentation=0 || fail "insmod $MOD_KO udp_segmentation=0"
+on_exit unload_sroce
+two_hosts
+link_devices 10.77.1.1 10.77.1.2
 g1=$G1 g2=$G2
 
 backlog=$(sysctl -n net.core.netdev_max_backlog)
@@ -23,11 +31,11 @@ on_exit restore_backlog
 sysctl -qw net.core.netdev_max_backlog=16
 
 requeued=$(hw_counter sroce2 send_requeued) errs=$(hw_counter sroce2 send_err)
-run_pair h1 "ib_write_bw -d sroce1 -x $g1 -n 3000 -s 4096 -F" \
-	h2 "ib_write_bw -d sroce2 -x $g2 -n 3000 -s 4096 -F 10.77.1.1"
-assert_match "$CLIENT_OUT" "^ *4096 +3000 +$PERF_NUM +$PERF_NUM" "ib_write_bw result line"
+run_pair h1 "ib_write_bw -d sroce1 -x $g1 -m 1024 -n 300 -s 65536 -F" \
+	h2 "ib_write_bw -d sroce2 -x $g2 -m 1024 -n 300 -s 65536 -F 10.77.1.1"
+assert_match "$CLIENT_OUT" "^ *65536 +300 +$PERF_NUM +$PERF_NUM" "ib_write_bw result line"
 requeued=$(($(hw_counter sroce2 send_requeued) - requeued)) errs=$(($(hw_counter sroce2 send_err) - errs))
-note "ib_write_bw 4 KiB x 3000, backlog 16: sroce2 send_requeued +$requeued, send_err +$errs, retransmitted_pkts $(hw_counter sroce2 retransmitted_pkts), local_ack_timeout_err $(hw_counter sroce2 local_ack_timeout_err)"
+note "ib_write_bw 64 KiB x 300, packets alone, backlog 16: sroce2 send_requeued +$requeued, send_err +$errs, retransmitted_pkts $(hw_counter sroce2 retransmitted_pkts), local_ack_timeout_err $(hw_counter sroce2 local_ack_timeout_err)"
 ((requeued > 0)) || fail "no refused packet was taken back (send_err +$errs)"
 ((errs >= requeued)) || fail "send_requeued +$requeued but send_err +$errs: each is a refused send"
 
