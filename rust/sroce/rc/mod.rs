@@ -178,7 +178,7 @@ enum Leave {
     /// The pass of the CPU delivering answers the doorbell flag.
     ToDelivery,
     /// No pass in process context will come by itself: the pass thread.
-    ToWorker,
+    ToPassThread,
 }
 
 /// What became of a received packet offered to a QP.
@@ -400,7 +400,7 @@ impl QpShared {
                 if self.delivery.any() {
                     Leave::ToDelivery
                 } else {
-                    Leave::ToWorker
+                    Leave::ToPassThread
                 }
             }
             PassContext::Task | PassContext::Consumer if self.delivery.elsewhere() => {
@@ -977,7 +977,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
     // work still in the ring posts nothing.
     // A page fault this pass stopped on is resolved by the work item.
     let mut more = more
-        || leave == Leave::ToWorker
+        || leave == Leave::ToPassThread
         || (leave == Leave::No && sends_waiting(inner))
         || inner.faults.any()
         || inner
@@ -1022,7 +1022,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
             match shared.leaves_requests(ctx, true, true) {
                 Leave::No => request_ack(qp, &mut inner.routes, rc),
                 Leave::ToDelivery => {}
-                Leave::ToWorker => more = true,
+                Leave::ToPassThread => more = true,
             }
         } else if asks_next && !rc.sq.asks_with_next_packet() {
             // A new packet asked.
