@@ -35,6 +35,7 @@ bool sroce_bh_lockable(void);
 void sroce_preempt_disable(void);
 void sroce_preempt_enable(void);
 void sroce_kthread_init_work(struct kthread_work *work, kthread_work_func_t fn);
+bool sroce_kthread_worker_elsewhere(struct kthread_worker *worker, unsigned int cpu);
 unsigned int sroce_num_online_cpus(void);
 
 /* Memory regions: key table, pinned pages, their mapping. */

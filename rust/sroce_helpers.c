@@ -563,6 +563,18 @@ void sroce_kthread_init_work(struct kthread_work *work, kthread_work_func_t fn)
 	kthread_init_work(work, fn);
 }
 
+/*
+ * Whether the worker's thread will run on another CPU than @cpu when woken:
+ * it may not run on @cpu, or it is (or last was) on another one. A hint
+ * read without locks: a sleeping thread's CPU is the one it last ran on.
+ */
+bool sroce_kthread_worker_elsewhere(struct kthread_worker *worker, unsigned int cpu)
+{
+	struct task_struct *task = worker->task;
+
+	return task_cpu(task) != cpu || !cpumask_test_cpu(cpu, task->cpus_ptr);
+}
+
 unsigned int sroce_num_online_cpus(void)
 {
 	return num_online_cpus();

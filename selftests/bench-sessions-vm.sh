@@ -100,6 +100,12 @@ write_bw() {
 	local rc=$?
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
+	# Void figures (lib.sh perftest_clock_failed): the run again, twice at
+	# most.
+	if ((rc == 0 && ${_clock_tries:-0} < 2)) && perftest_clock_failed "$TEST_TMP/cli"; then
+		_clock_tries=$((${_clock_tries:-0} + 1)) write_bw "$@"
+		return
+	fi
 	if [[ $d2 == sroce2 ]]; then
 		local q d
 		read -r q d <<<"$(link_drops)"

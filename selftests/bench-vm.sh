@@ -81,9 +81,22 @@ cpu_jiffies() {
 	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $4 + $7 + $8; exit }' /proc/stat
 }
 
-# measure DEV1 DEV2 G1 G2 PERF_OUT TOOL... SIZE: one server/client run.
+# measure DEV1 DEV2 G1 G2 PERF_OUT TOOL... SIZE: one server/client run,
+# run again (up to twice) if perftest could not tell its clock's rate.
 # Prints "FIGURE MPPS BYTES BUSY_JIFFIES KERNEL_JIFFIES", or "n/a".
 measure() {
+	local out try
+	for try in 1 2 3; do
+		out=$(measure_once "$@")
+		[[ $out == retry ]] || break
+	done
+	[[ $out == retry ]] && out=n/a
+	echo "$out"
+}
+
+# measure_once ARGS: measure's one run; "retry" if perftest's figures are
+# void (lib.sh perftest_clock_failed).
+measure_once() {
 	local d1=$1 d2=$2 g1=$3 g2=$4 perf_out=$5 size=${*: -1}
 	local -a tool=("${@:6:$#-6}")
 	local iters col=4
@@ -135,6 +148,10 @@ measure() {
 			cat "$TEST_TMP/qps" 2>/dev/null
 		} >"$SROCE_RESULTS/failed-${d1%1}-${tool[0]}-$size.log" 2>/dev/null
 		echo n/a
+		return
+	fi
+	if perftest_clock_failed "$TEST_TMP/cli"; then
+		echo retry
 		return
 	fi
 	awk -v s="$size" -v c="$col" -v it="$iters" -v b=$((b1 - b0)) -v k=$((k1 - k0)) '

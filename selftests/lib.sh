@@ -747,6 +747,15 @@ link_devices() {
 
 # hw_counter DEV NAME: port 1's hardware counter NAME of rdma device DEV.
 hw_counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+
+# pass_threads: the /proc directories of sroce's pass threads (sroce_pass/N).
+pass_threads() {
+	local f
+	for f in /proc/[0-9]*/comm; do
+		[[ $(cat "$f" 2>/dev/null) == sroce_pass/* ]] && echo "${f%/comm}"
+	done
+	return 0
+}
 # hw_counter_or_0 DEV NAME: the same, 0 if DEV has no such counter (tests
 # that also run on rxe, which lacks sroce's counters).
 hw_counter_or_0() { hw_counter "$1" "$2" 2>/dev/null || echo 0; }
@@ -798,3 +807,11 @@ median_spread() {
 			printf "%.4g %.0f\n", med, spread
 		}'
 }
+
+# perftest_clock_failed FILE: whether the perftest output in FILE holds
+# void figures. perftest turns cycles into time with a CPU rate it fits
+# against gettimeofday when it reports; a stall of a TCG guest during that
+# fit makes it give up ("Correlation coefficient r^2: ... < 0.9") and use
+# a rate of 0: a bandwidth of 0, latencies of inf. The benchmarks run such
+# a case again.
+perftest_clock_failed() { grep -q "Correlation coefficient" "$1"; }

@@ -139,16 +139,37 @@ start=$SECONDS
 # timeout (not --foreground) signals its whole process group, QEMU included.
 # Guest lines are streamed as they come; the console is also kept for the
 # tail shown when the VM dies.
+# A kernel that reports a bug before the guest script starts (an early
+# KASAN report repeats under kasan_multi_shot) is stopped at once: nothing
+# it would run could be trusted, and waiting would take the whole timeout.
+boot_bug=$tmp/boot-bug
 show=${SROCE_VM_VERBOSE:-0}
+started=0
 timeout -k 20 "$vm_timeout" "${vng_cmd[@]}" </dev/null 2>&1 |
 	while IFS= read -r line || [[ -n $line ]]; do
 		line=${line//$'\r'/}
 		printf '%s\n' "$line" >>"$console"
-		[[ $line == "sroce selftests: "* || $line == "sroce demo: "* || $line == "sroce bench: "* ]] && show=1
+		if [[ $line == "sroce selftests: "* || $line == "sroce demo: "* || $line == "sroce bench: "* ]]; then
+			show=1 started=1
+		fi
 		[[ $show == 1 ]] && printf '%s\n' "$line"
+		if ((!started)) && [[ ! -e $boot_bug && $line =~ \]\ (BUG:|Oops:|Kernel\ panic) ]]; then
+			printf '%s\n' "$line" >"$boot_bug"
+			# timeout leads its own process group: it passes the signal on.
+			pkill -TERM -P $$ -x timeout || true
+		fi
 	done
 vm_rc=${PIPESTATUS[0]}
 elapsed=$((SECONDS - start))
+if [[ -e $boot_bug ]]; then
+	printf 'FAIL boot: the kernel reported a bug before the guest script started (VM stopped)\n'
+	echo "  console, from the report:"
+	grep -n -m1 -F -f "$boot_bug" "$console" | cut -d: -f1 | {
+		read -r from && sed -n "${from},$((from + 40))p" "$console" | sed 's/^/  | /'
+	}
+	printf '0 passed, 1 failed\n'
+	exit 1
+fi
 
 if ((bench)); then
 	printf '# bench took %ds\n' "$elapsed"

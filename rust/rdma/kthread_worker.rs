@@ -15,7 +15,7 @@
 
 use super::bindings;
 use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{error::from_err_ptr, prelude::*, sync::Arc, types::Opaque};
+use kernel::{cpu::CpuId, error::from_err_ptr, prelude::*, sync::Arc, types::Opaque};
 
 /// The number of CPUs online now.
 pub(crate) fn online_cpus() -> u32 {
@@ -68,6 +68,15 @@ impl KthreadWorker {
         }
         // On failure the worker is destroyed by `drop`.
         Ok(Arc::new(Self { raw }, GFP_KERNEL)?)
+    }
+
+    /// Whether the worker's thread would run on another CPU than `cpu`
+    /// if woken now: it may not run on `cpu`, or it runs (or last ran) on
+    /// another one. A hint: it may move at any time.
+    pub(crate) fn elsewhere(&self, cpu: CpuId) -> bool {
+        // SAFETY: the worker and its thread are live (type invariant);
+        // the helper only reads the task's CPU and allowed mask.
+        unsafe { bindings::sroce_kthread_worker_elsewhere(self.as_raw(), cpu.as_u32()) }
     }
 
     fn as_raw(&self) -> *mut bindings::kthread_worker {
@@ -197,6 +206,12 @@ impl<T: KthreadWorkItem> KthreadWork<T> {
             drop(unsafe { Arc::from_raw(ptr) });
         }
         queued
+    }
+
+    /// Whether the item's worker thread would run on another CPU than the
+    /// caller's ([`KthreadWorker::elsewhere`]; a hint: either may move).
+    pub(crate) fn worker_elsewhere(&self) -> bool {
+        self.worker.elsewhere(CpuId::current())
     }
 
     /// Waits until the item's last queueing has run (returns at once if it

@@ -386,7 +386,8 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 /// process context): the caller's own context runs a pass of the QP, so a
 /// message leaves without waiting for a worker to wake up (rxe 7.3 queues
 /// its requester's work item here; its comment still speaks of process
-/// context). If the QP is busy (a pass on its thread, the receive
+/// context); a stream's pass goes to the QP's pass thread when that runs
+/// on another CPU ([`super::rc::doorbell_leaves_pass`]). If the QP is busy (a pass on its thread, the receive
 /// softirq or another doorbell holds it), the holder may have looked at
 /// the ring before these WQEs were in it: it runs one more pass when it
 /// lets go ([`super::rc::answer_doorbell`]), and a pass on the QP's
@@ -405,6 +406,9 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
         qp.data().shared.schedule();
         return Ok(());
     };
+    if super::rc::doorbell_leaves_pass(qp, &inner) {
+        return Ok(());
+    }
     let sent_before = super::rc::sent_so_far(qp);
     let r = match inner.attrs.state {
         QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),

@@ -10,7 +10,8 @@
  *     without immediate (the immediate's receive completion and byte_len);
  *   - RDMA READ, single- and multi-packet, into several SGEs;
  *   - batches of mixed, mostly unsignaled WRs (more READs and atomics than
- *     max_rd_atomic, a fenced SEND), queues of one WQE posted back to back;
+ *     max_rd_atomic, a fenced SEND), queues of one WQE posted back to back,
+ *     a stream of small WRITEs and SENDs posted one by one;
  *   - atomic compare-and-swap (success and failure) and fetch-and-add: the
  *     original values returned and the remote memory;
  *   - SEND gathered from several SGEs into several SGEs, SEND with
@@ -504,6 +505,59 @@ static void test_pipeline(void)
 	      "the same batch again (the send ring wraps)");
 	memcpy(&v, B.buf + 150000, 8);
 	CHECK(v == v0 + 12, "12 FAAs in all: remote is %" PRIu64, v);
+}
+
+/*
+ * A stream of small messages, each posted on its own (a doorbell per WQE)
+ * while earlier ones are unacknowledged, as perftest's bandwidth tools
+ * post: 8 rounds of 16 WRITEs of 64 bytes to distinct places and 8 SENDs,
+ * only each round's last signaled. (sroce's doorbell may leave such a
+ * stream's passes to another CPU: 87-rc-doorbell-handoff.)
+ */
+static void test_stream(void)
+{
+	enum { ROUNDS = 8, WRITES = 16, SENDS = 8, MSG = 64, SEND_AT = 100000, RECV_AT = 200000 };
+	struct ibv_wc wc;
+	int r, i, good = 1;
+
+	fill(A.buf, BUF_SIZE / 2, 41);
+	memset(B.buf, 0, BUF_SIZE / 2);
+	for (r = 0; r < ROUNDS && good; r++) {
+		for (i = 0; i < SENDS && good; i++) {
+			struct ibv_sge rsg = sge(&B, RECV_AT + MSG * (SENDS * r + i), MSG);
+
+			good = post_recv(&B, 1400 + SENDS * r + i, &rsg, 1) == 0;
+		}
+		for (i = 0; i < WRITES + SENDS && good; i++) {
+			struct ibv_send_wr *bad, wr;
+			struct ibv_sge sg;
+
+			if (i < WRITES) {
+				size_t off = MSG * (WRITES * r + i);
+
+				sg = sge(&A, off, MSG);
+				wr = rdma_wr(IBV_WR_RDMA_WRITE, 1500 + i, &sg, 1, B.buf + off, B.mr->rkey);
+			} else {
+				sg = sge(&A, SEND_AT + MSG * (SENDS * r + i - WRITES), MSG);
+				wr = (struct ibv_send_wr){ .wr_id = 1500 + i, .sg_list = &sg,
+							   .num_sge = 1, .opcode = IBV_WR_SEND };
+			}
+			if (i == WRITES + SENDS - 1)
+				wr.send_flags = IBV_SEND_SIGNALED;
+			good = ibv_post_send(A.qp, &wr, &bad) == 0;
+		}
+		good = good &&
+		       expect_wc(A.scq, 1500 + WRITES + SENDS - 1, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+		for (i = 0; i < SENDS && good; i++)
+			good = expect_wc(B.rcq, 1400 + SENDS * r + i, IBV_WC_SUCCESS, IBV_WC_RECV, &wc) &&
+			       wc.byte_len == MSG;
+	}
+	CHECK(good, "8 rounds of 16 WRITEs and 8 SENDs of 64 bytes, one doorbell each (stopped "
+	      "in round %d)", r);
+	CHECK(!memcmp(B.buf, A.buf, MSG * WRITES * ROUNDS), "the streamed WRITEs landed");
+	CHECK(!memcmp(B.buf + RECV_AT, A.buf + SEND_AT, MSG * SENDS * ROUNDS),
+	      "the streamed SENDs arrived, in order");
+	CHECK(quiet(A.scq) && quiet(B.rcq), "only each round's last WR completed");
 }
 
 /* A WRITE and a READ of 1 MiB (1024 packets at MTU 1024). */
@@ -1051,6 +1105,7 @@ int main(int argc, char **argv)
 	test_atomics();
 	test_send();
 	test_pipeline();
+	test_stream();
 	test_large();
 	test_depth1();
 	test_srq();

@@ -51,15 +51,8 @@ installed_autoload() {
 }
 if [[ $LINK_TYPE == sroce ]]; then installed_autoload; fi
 
-# sroce's pass threads (sroce_pass/N): one per online CPU, at SCHED_FIFO
-# priority 1 (stat fields 40 and 41); all gone after rmmod.
-pass_threads() {
-	local f
-	for f in /proc/[0-9]*/comm; do
-		[[ $(cat "$f" 2>/dev/null) == sroce_pass/* ]] && echo "${f%/comm}"
-	done
-	return 0
-}
+# sroce's pass threads (lib.sh pass_threads): one per online CPU, at
+# SCHED_FIFO priority 1 (stat fields 40 and 41); all gone after rmmod.
 check_pass_threads() {
 	local n=0 d fields
 	for d in $(pass_threads); do

@@ -164,10 +164,13 @@ pub(crate) enum Counter {
     /// receive softirq or the posting process left (packets queued behind
     /// others, timers, a busy QP).
     ThreadPasses,
+    /// Send doorbells of a streaming process that left their pass to the
+    /// QP's pass thread on another CPU (`rc::doorbell_leaves_pass`).
+    DoorbellHandoffs,
 }
 
 /// How many [`Counter`]s there are.
-const COUNT: usize = Counter::ThreadPasses as usize + 1;
+const COUNT: usize = Counter::DoorbellHandoffs as usize + 1;
 
 /// The port counters: every [`Counter`], then the namespace-wide count of
 /// packets for which no sroce device was found.
@@ -229,6 +232,7 @@ pub(crate) static PORT_STATS: [StatDesc; COUNT + 1] = [
     StatDesc::new(c"rcvd_held"),
     StatDesc::new(c"send_requeued"),
     StatDesc::new(c"thread_passes"),
+    StatDesc::new(c"doorbell_handoffs"),
     // Not per device: packets to port 4791 in this device's network
     // namespace that arrived on a net device without an sroce device.
     StatDesc::new(c"rcvd_drop_no_device"),

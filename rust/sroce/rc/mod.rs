@@ -133,6 +133,10 @@ const TX_REFUSED_RETRY_US: u64 = 200;
 /// of the requester trying again forever.
 pub(super) const TX_REFUSED_MAX: u32 = 100;
 
+/// WQEs the requester holds from which a process's doorbell counts the QP
+/// as streaming ([`doorbell_leaves_pass`]): a ping-pong holds one or two.
+const STREAM_WQES: usize = 4;
+
 /// Largest payload of one packet (path MTU 4096).
 const MAX_PAYLOAD: usize = 4096;
 
@@ -845,6 +849,32 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
     if left || shared.doorbell.load(Ordering::SeqCst) {
         shared.schedule();
     }
+}
+
+/// Whether a process's send doorbell leaves its pass to the QP's pass
+/// thread (scheduled here, counted) instead of running it: the QP streams
+/// (the requester holds [`STREAM_WQES`] WQEs or more, some unacknowledged,
+/// so ACKs bring passes anyway) and its thread would run on another CPU
+/// (it last ran there, or may not run on this one).
+/// That CPU then sends while the process goes on posting (and, with both
+/// ends on one machine, runs the receiver's softirq too), as rxe's
+/// requester work item does; on the process's own CPU the thread would
+/// only preempt it for the same pass, so the doorbell runs it there
+/// (session 32 in `docs/performance.md`). With the QP locked.
+pub(crate) fn doorbell_leaves_pass(qp: &Qp<SroceDevice>, inner: &QpInner) -> bool {
+    let shared = qp.data().shared();
+    let leaves = inner.attrs.state == QpState::Rts
+        && inner
+            .rc
+            .as_ref()
+            .is_some_and(|rc| rc.sq.len() >= STREAM_WQES && rc.sq.has_unacked())
+        && shared.pass_work.worker_elsewhere();
+    if leaves {
+        let counters = &qp.device().data().io.counters;
+        counters.inc(Counter::DoorbellHandoffs);
+        shared.schedule();
+    }
+    leaves
 }
 
 /// Whether a pass left work that may sleep, for the work item: a retired

@@ -1,0 +1,73 @@
+#!/bin/bash
+# A process streaming small messages leaves its send doorbells' passes to
+# the QP's pass thread when that thread runs on another CPU (counter
+# doorbell_handoffs; the passes count as thread_passes), so that CPU sends
+# while the process goes on posting; with the thread on the process's own
+# CPU the doorbell runs the pass itself. The pass threads and the client
+# are pinned (taskset) so that each case is certain: a 64-byte
+# ib_write_bw stream completes either way, and verbs_data's bytes check
+# out with the threads on the other CPU.
+# timeout: 300
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+[[ $LINK_TYPE == sroce ]] || skip "tests sroce's send doorbell"
+command -v ib_write_bw >/dev/null || skip "perftest is not installed"
+(($(getconf _NPROCESSORS_ONLN) >= 2)) || skip "needs two CPUs"
+require_module_file
+load_sroce
+on_exit unload_sroce
+two_hosts
+link_devices 10.77.1.1 10.77.1.2
+g1=$G1 g2=$G2
+
+# pin_pass_threads CPU: every pass thread allowed on CPU only (a thread
+# that may not run on the client's CPU is elsewhere at once; a sleeping
+# one moves to CPU when it next wakes).
+pin_pass_threads() {
+	local d
+	for d in $(pass_threads); do
+		taskset -pc "$1" "${d#/proc/}" >/dev/null || fail "taskset -pc $1 ${d#/proc/} ($(cat "$d/comm"))"
+	done
+}
+
+# write_stream N WHAT: N 64-byte WRITEs from h2 (client on CPU 0).
+write_stream() {
+	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -s 64 -n $1 -F" \
+		h2 "taskset -c 0 ib_write_bw -d sroce2 -x $g2 -s 64 -n $1 -F 10.77.1.1"
+	assert_match "$CLIENT_OUT" "^ *64 +$1 +$PERF_NUM +$PERF_NUM" "ib_write_bw result line, $2"
+}
+
+# stream WHAT: a 64-byte WRITE stream; sets HANDOFFS and PASSES to what
+# sroce2's counters moved.
+stream() {
+	local h0 t0
+	h0=$(hw_counter sroce2 doorbell_handoffs) t0=$(hw_counter sroce2 thread_passes)
+	write_stream 5000 "$1"
+	HANDOFFS=$(($(hw_counter sroce2 doorbell_handoffs) - h0))
+	PASSES=$(($(hw_counter sroce2 thread_passes) - t0))
+	note "64-byte WRITE stream, $1: doorbell_handoffs +$HANDOFFS, thread_passes +$PASSES"
+}
+
+pin_pass_threads 1
+stream "pass threads on CPU 1"
+((HANDOFFS > 0)) || fail "no doorbell left its pass to a pass thread on another CPU"
+((PASSES > 0)) || fail "thread_passes +0 after $HANDOFFS hand-offs"
+
+# verbs_data's requester is sroce1 (its streams: test_stream).
+h0=$(hw_counter sroce1 doorbell_handoffs)
+rc=0
+out=$(in_h1 timeout 200 taskset -c 0 "$SROCE_BIN/verbs_data" sroce1 "$g1" sroce2 "$g2" 2>&1) || rc=$?
+printf '%s\n' "$out" | grep -v '^ok' || true
+((rc == 0)) || fail "verbs_data exited $rc: $(grep -c '^FAIL' <<<"$out") checks failed"
+assert_contains "$out" "all checks passed" "verbs_data with the pass threads on the other CPU"
+h0=$(($(hw_counter sroce1 doorbell_handoffs) - h0))
+note "verbs_data: sroce1 doorbell_handoffs +$h0"
+((h0 > 0)) || fail "verbs_data's streams left no doorbell to the pass threads"
+
+pin_pass_threads 0
+stream "pass threads on the client's CPU"
+# Each thread may take one before its first wake-up moves it to CPU 0
+# (the hand-off wakes it), none after.
+threads=$(pass_threads | wc -l)
+((HANDOFFS <= threads)) || fail "$HANDOFFS doorbell hand-offs with the pass threads on the client's CPU (at most $threads: one per thread before it moves)"
