@@ -6,7 +6,8 @@
 # CPU the doorbell runs the pass itself. The pass threads and the client
 # are pinned (taskset) so that each case is certain: a 64-byte
 # ib_write_bw stream completes either way, and verbs_data's bytes check
-# out with the threads on the other CPU.
+# out with the threads on the other CPU (its streams hand off where posts
+# are fast enough, below).
 # timeout: 300
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -61,9 +62,11 @@ out=$(in_h1 timeout 200 taskset -c 0 "$SROCE_BIN/verbs_data" sroce1 "$g1" sroce2
 printf '%s\n' "$out" | grep -v '^ok' || true
 ((rc == 0)) || fail "verbs_data exited $rc: $(grep -c '^FAIL' <<<"$out") checks failed"
 assert_contains "$out" "all checks passed" "verbs_data with the pass threads on the other CPU"
-h0=$(($(hw_counter sroce1 doorbell_handoffs) - h0))
-note "verbs_data: sroce1 doorbell_handoffs +$h0"
-((h0 > 0)) || fail "verbs_data's streams left no doorbell to the pass threads"
+# Not asserted: its streams are short, and a machine slow enough that
+# each post outlasts the requester's 1 ms wait before it asks for an ACK
+# (the debug kernel) has every earlier WQE acknowledged at each doorbell.
+# 78-106 hand-offs on the test kernel, 0 on the debug kernel.
+note "verbs_data: sroce1 doorbell_handoffs +$(($(hw_counter sroce1 doorbell_handoffs) - h0))"
 
 pin_pass_threads 0
 stream "pass threads on the client's CPU"
