@@ -387,11 +387,12 @@ pub(crate) fn destroy(qp: &Qp<SroceDevice>) {
 /// message leaves without waiting for a worker to wake up (rxe 7.3 queues
 /// its requester's work item here; its comment still speaks of process
 /// context); a stream's pass goes to the QP's pass thread when that runs
-/// on another CPU ([`super::rc::doorbell_leaves_pass`]). If the QP is busy (a pass on its thread, the receive
-/// softirq or another doorbell holds it), the holder may have looked at
-/// the ring before these WQEs were in it: it runs one more pass when it
-/// lets go ([`super::rc::answer_doorbell`]), and a pass on the QP's
-/// thread is scheduled too, for a holder that is not a pass.
+/// on another CPU ([`super::rc::doorbell_leaves_pass`]). If the QP is
+/// busy (a pass on its thread, the receive softirq or another doorbell
+/// holds it), the holder may have looked at the ring before these WQEs
+/// were in it: it runs one more pass when it lets go
+/// ([`super::rc::answer_doorbell`]), and a pass on the QP's thread is
+/// scheduled too, for a holder that is not a pass.
 pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
     // The published state: refusing needs no lock.
     let state = qp.data().state();

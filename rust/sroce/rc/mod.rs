@@ -855,12 +855,12 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
 /// thread (scheduled here, counted) instead of running it: the QP streams
 /// (the requester holds [`STREAM_WQES`] WQEs or more, some unacknowledged,
 /// so ACKs bring passes anyway) and its thread would run on another CPU
-/// (it last ran there, or may not run on this one).
-/// That CPU then sends while the process goes on posting (and, with both
-/// ends on one machine, runs the receiver's softirq too), as rxe's
-/// requester work item does; on the process's own CPU the thread would
-/// only preempt it for the same pass, so the doorbell runs it there
-/// (session 32 in `docs/performance.md`). With the QP locked.
+/// (it last ran there, or may not run on this one). That CPU then sends
+/// while the process goes on posting (and, with both ends on one machine,
+/// runs the receiver's softirq too), as rxe's requester work item does;
+/// on the process's own CPU the thread would only preempt it for the same
+/// pass, so the doorbell runs it there (session 32 in
+/// `docs/performance.md`). With the QP locked.
 pub(crate) fn doorbell_leaves_pass(qp: &Qp<SroceDevice>, inner: &QpInner) -> bool {
     let shared = qp.data().shared();
     let leaves = inner.attrs.state == QpState::Rts
