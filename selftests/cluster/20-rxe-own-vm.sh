@@ -53,19 +53,27 @@ log "rping verified both ways"
 log "rmmod rdma_rxe on node 1 under a running sroce requester on node 0"
 retry0=$(counter_on 0 sroce0 retry_exceeded_err)
 refcnt0=$(cat /sys/module/sroce/refcnt)
-on_bg 1 "$TEST_TMP/server.log" "ib_write_bw -d rxe0 -x $g1 -D 100 -s 65536 -F"
+# The stream must outlive every step below, however slow: a client whose
+# duration ends first stops requesting and waits on its side channel (whose
+# closing is hidden from it below), and nothing is left to time out. With
+# the stream saturating node 1's CPU, each command there takes seconds
+# (seen: 52 s to see the stream start, 17 s for pkill and rmmod), so the
+# duration outlasts the test's own timeout and the stream is watched from
+# here: the ACKs node 0 receives are rxe answering it.
+secs=$((600 * SCALE))
+on_bg 1 "$TEST_TMP/server.log" "ib_write_bw -d rxe0 -x $g1 -D $secs -s 65536 -F"
 srv=$BG_PID
 wait_listen_on 1 "$OOB_PORT"
-rx0=$(counter_on 1 rxe0 rcvd_pkts)
-bg_in - "$TEST_TMP/client.log" ib_write_bw -d sroce0 -x "$g0" -D 100 -s 65536 -F "$(ip_of 1)"
+acks0=$(hw_counter sroce0 rcvd_pkts)
+bg_in - "$TEST_TMP/client.log" ib_write_bw -d sroce0 -x "$g0" -D "$secs" -s 65536 -F "$(ip_of 1)"
 cli=$BG_PID
-# Until the stream runs (rxe has received a few hundred packets of it).
+# Until the stream runs (rxe has acknowledged a hundred of its packets).
 for ((i = 0; i < 120 * SCALE; i++)); do
 	kill -0 "$cli" 2>/dev/null || fail "the sroce client ended early: $(cat "$TEST_TMP/client.log")"
-	(($(counter_on 1 rxe0 rcvd_pkts) - rx0 >= 500)) && break
+	(($(hw_counter sroce0 rcvd_pkts) - acks0 >= 100)) && break
 	sleep 0.5
 done
-(($(counter_on 1 rxe0 rcvd_pkts) - rx0 >= 500)) || fail "the WRITE stream to rxe did not start"
+(($(hw_counter sroce0 rcvd_pkts) - acks0 >= 100)) || fail "the WRITE stream to rxe did not start"
 # perftest's client ends as soon as its TCP side channel closes: keep the
 # server's FIN from it, so only the RDMA side can end it.
 tc qdisc add dev "$NETDEV" ingress
