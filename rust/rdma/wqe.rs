@@ -284,6 +284,14 @@ impl SendWqe {
         Ok((wr.wr_id, opcode))
     }
 
+    /// Whether a send WQE asks for a completion of its own
+    /// (`IBV_SEND_SIGNALED`), read from a copy of at least [`WQE_ID_LEN`]
+    /// bytes.
+    pub(crate) fn asks_completion(buf: &[u8]) -> Result<bool> {
+        let wr: bindings::rxe_send_wr = read_at(buf, 0)?;
+        Ok(wr.send_flags & (bindings::ib_send_flags_IB_SEND_SIGNALED as u32) != 0)
+    }
+
     /// Parses a kernel copy of a send queue slot into `dst`, in place (a
     /// WQE is 650 bytes: it is written where it is kept, not moved there);
     /// `dst` is `None` on error. `max_sge` and `max_inline` are the QP's

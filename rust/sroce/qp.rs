@@ -407,7 +407,7 @@ pub(crate) fn post_send(qp: &Qp<SroceDevice>) -> Result {
         qp.data().shared.schedule();
         return Ok(());
     };
-    if super::rc::doorbell_leaves_pass(qp, &inner) {
+    if super::rc::doorbell_leaves_pass(qp, &mut inner) {
         return Ok(());
     }
     let sent_before = super::rc::sent_so_far(qp);

@@ -3,11 +3,14 @@
 # the QP's pass thread when that thread runs on another CPU (counter
 # doorbell_handoffs; the passes count as thread_passes), so that CPU sends
 # while the process goes on posting; with the thread on the process's own
-# CPU the doorbell runs the pass itself. The pass threads and the client
-# are pinned (taskset) so that each case is certain: a 64-byte
-# ib_write_bw stream completes either way, and verbs_data's bytes check
-# out with the threads on the other CPU (its streams hand off where posts
-# are fast enough, below).
+# CPU the doorbell runs the pass itself. A READ stream, whose every READ
+# completes inside the doorbell that posts it, is known by its unsignaled
+# WQEs posted one after another with nothing received between them; a
+# latency test, which signals each WQE and waits for it, never hands off.
+# The pass threads and the client are pinned (taskset) so that each case
+# is certain: a 64-byte ib_write_bw stream completes either way, and
+# verbs_data's bytes check out with the threads on the other CPU (its
+# streams hand off where posts are fast enough, below).
 # timeout: 300
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -32,28 +35,30 @@ pin_pass_threads() {
 	done
 }
 
-# write_stream N WHAT: N 64-byte WRITEs from h2 (client on CPU 0).
-write_stream() {
-	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -s 64 -n $1 -F" \
-		h2 "taskset -c 0 ib_write_bw -d sroce2 -x $g2 -s 64 -n $1 -F 10.77.1.1"
-	assert_match "$CLIENT_OUT" "^ *64 +$1 +$PERF_NUM +$PERF_NUM" "ib_write_bw result line, $2"
-}
-
-# stream WHAT: a 64-byte WRITE stream; sets HANDOFFS and PASSES to what
-# sroce2's counters moved.
-stream() {
+# perftest TOOL SIZE N WHAT: N messages of SIZE bytes from h2 (client on
+# CPU 0); sets HANDOFFS and PASSES to what sroce2's counters moved.
+perftest() {
 	local h0 t0
 	h0=$(hw_counter sroce2 doorbell_handoffs) t0=$(hw_counter sroce2 thread_passes)
-	write_stream 5000 "$1"
+	run_pair h1 "$1 -d sroce1 -x $g1 -s $2 -n $3 -F" \
+		h2 "taskset -c 0 $1 -d sroce2 -x $g2 -s $2 -n $3 -F 10.77.1.1"
+	assert_match "$CLIENT_OUT" "^ *$2 +$3 +$PERF_NUM +$PERF_NUM" "$1 result line, $4"
 	HANDOFFS=$(($(hw_counter sroce2 doorbell_handoffs) - h0))
 	PASSES=$(($(hw_counter sroce2 thread_passes) - t0))
-	note "64-byte WRITE stream, $1: doorbell_handoffs +$HANDOFFS, thread_passes +$PASSES"
+	note "$1 -s $2, $4: doorbell_handoffs +$HANDOFFS, thread_passes +$PASSES"
 }
+
+# stream WHAT: a 64-byte WRITE stream.
+stream() { perftest ib_write_bw 64 5000 "$1"; }
 
 pin_pass_threads 1
 stream "pass threads on CPU 1"
 ((HANDOFFS > 0)) || fail "no doorbell left its pass to a pass thread on another CPU"
 ((PASSES > 0)) || fail "thread_passes +0 after $HANDOFFS hand-offs"
+perftest ib_read_bw 64 2000 "pass threads on CPU 1"
+((HANDOFFS > 0)) || fail "no doorbell of the READ stream left its pass to a pass thread on another CPU"
+perftest ib_read_lat 64 500 "pass threads on CPU 1"
+((HANDOFFS == 0)) || fail "$HANDOFFS doorbells of ib_read_lat (each WQE signaled and waited for) left their pass"
 
 # verbs_data's requester is sroce1 (its streams: test_stream).
 h0=$(hw_counter sroce1 doorbell_handoffs)

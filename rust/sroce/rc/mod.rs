@@ -61,7 +61,7 @@ use crate::rdma::{
     device::Device,
     qp::{Qp, QpLink, QpState, QpType},
     wc::WcStatus,
-    wqe::{RecvWqe, SendWqe},
+    wqe::{RecvWqe, SendWqe, WQE_ID_LEN},
 };
 use crate::roce::{
     opcode::Transport,
@@ -530,6 +530,10 @@ pub(crate) struct RcState {
     wqes: KVVec<Option<SendWqe>>,
     /// Tag of the next WQE taken (counts WQEs taken).
     next_tag: u32,
+    /// The responder's expected PSN when the process last rang the send
+    /// doorbell for an unsignaled WQE; `None` after a signaled one
+    /// ([`doorbell_leaves_pass`]).
+    unsignaled_doorbell: Option<Psn>,
     /// WQEs taken from the ring and not yet retired.
     pub(crate) taken: u32,
     /// Packets the requester may send before one asks for an ACK, when
@@ -655,6 +659,7 @@ impl RcState {
                 next_tag: 0,
                 taken: 0,
                 ack_coalesce: ack_coalesce(a),
+                unsignaled_doorbell: None,
                 local_error: None,
                 tx_refused: false,
                 tx_refusals: 0,
@@ -852,29 +857,54 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
 }
 
 /// Whether a process's send doorbell leaves its pass to the QP's pass
-/// thread (scheduled here, counted) instead of running it: the QP streams
-/// (the requester holds [`STREAM_WQES`] WQEs or more, some unacknowledged,
-/// so ACKs bring passes anyway) and its thread would run on another CPU
-/// (it last ran there, or may not run on this one). That CPU then sends
-/// while the process goes on posting (and, with both ends on one machine,
-/// runs the receiver's softirq too), as rxe's requester work item does;
-/// on the process's own CPU the thread would only preempt it for the same
-/// pass, so the doorbell runs it there (session 32 in
-/// `docs/performance.md`). With the QP locked.
-pub(crate) fn doorbell_leaves_pass(qp: &Qp<SroceDevice>, inner: &QpInner) -> bool {
+/// thread (scheduled here, counted) instead of running it: the process
+/// streams and the thread would run on another CPU (it last ran there, or
+/// may not run on this one). That CPU then sends while the process goes on
+/// posting (and, with both ends on one machine, runs the receiver's
+/// softirq too), as rxe's requester work item does; on the process's own
+/// CPU the thread would only preempt it for the same pass, so the doorbell
+/// runs it there (session 32 in `docs/performance.md`).
+///
+/// A process streams when the requester holds [`STREAM_WQES`] WQEs or
+/// more, some unacknowledged (ACKs bring passes anyway), or when it rings
+/// for a second unsignaled WQE with no request received since the first:
+/// it does not wait for what it posts, nor for its peer. A READ or atomic
+/// stream needs the second sign: each READ makes its whole round trip
+/// inside the doorbell that posts it, so the requester never holds more
+/// than one. A ping-pong receives its peer's message between its posts,
+/// and a latency test signals each WQE. With the QP locked.
+pub(crate) fn doorbell_leaves_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) -> bool {
+    if inner.attrs.state != QpState::Rts {
+        return false;
+    }
+    let unsignaled = !inner.attrs.signal_all && newest_send_unsignaled(&inner.rings.send);
+    let Some(rc) = inner.rc.as_mut() else {
+        return false;
+    };
+    let epsn = rc.resp.epsn();
+    let posting_on = unsignaled && rc.unsignaled_doorbell == Some(epsn);
+    rc.unsignaled_doorbell = unsignaled.then_some(epsn);
+    let streams = posting_on || (rc.sq.len() >= STREAM_WQES && rc.sq.has_unacked());
     let shared = qp.data().shared();
-    let leaves = inner.attrs.state == QpState::Rts
-        && inner
-            .rc
-            .as_ref()
-            .is_some_and(|rc| rc.sq.len() >= STREAM_WQES && rc.sq.has_unacked())
-        && shared.pass_work.worker_elsewhere();
+    let leaves = streams && shared.pass_work.worker_elsewhere();
     if leaves {
         let counters = &qp.device().data().io.counters;
         counters.inc(Counter::DoorbellHandoffs);
         shared.schedule();
     }
     leaves
+}
+
+/// Whether the newest WQE in the send ring leaves its completion to a
+/// later one (a WQE that does not parse counts as signaled).
+fn newest_send_unsignaled(ring: &crate::rdma::queue::UserProducerQueue) -> bool {
+    let Some(newest) = ring.pending().checked_sub(1) else {
+        return false;
+    };
+    let mut buf = [0u8; WQE_ID_LEN];
+    ring.copy_pending(newest, &mut buf)
+        .and_then(|n| SendWqe::asks_completion(&buf[..n]))
+        .is_ok_and(|signaled| !signaled)
 }
 
 /// Whether a pass left work that may sleep, for the work item: a retired
