@@ -579,6 +579,13 @@ dump_rdma_state() {
 # shellcheck disable=SC2034 # for the tests
 PERF_NUM='([0-9.]+|inf|-?nan)'
 
+# assert_perftest_row SIZE ITERS WHAT: the last run_pair's client printed
+# perftest's result row for SIZE bytes and ITERS iterations (the run
+# finished), with figures after them.
+assert_perftest_row() {
+	assert_match "$CLIENT_OUT" "^ *$1 +$2 +$PERF_NUM +$PERF_NUM" "$3"
+}
+
 # _end_pair SRV_PID CLIENT_RC SRV_NS SRV_CMD CLI_NS CLI_CMD: the common end
 # of run_pair and cm_run_pair: give the server a moment to finish after a
 # good client, stop it, log both outputs, fail on either's error, set

@@ -123,7 +123,7 @@ if command -v ib_write_bw >/dev/null; then
 	done
 	run_pair h1 "ib_send_lat -d $DEV1 -x $l1 -n 20 -s 8 -F" \
 		h2 "ib_send_lat -d $DEV2 -x $(ll_gid_index "$DEV2" "$V1_TYPE") -n 20 -s 8 -F 10.77.1.1"
-	assert_match "$CLIENT_OUT" "^ *8 +20 +$PERF_NUM" "ib_send_lat over RoCE v1 (link-local GIDs)"
+	assert_perftest_row 8 20 "ib_send_lat over RoCE v1 (link-local GIDs)"
 else
 	note "perftest is not installed: not run over RoCE v1"
 fi

@@ -32,7 +32,7 @@ if command -v ib_send_bw >/dev/null; then
 	done
 	run_pair h1 "ib_send_lat -d sroce1 -x $g1 -c UD -n 100 -s 64 -F" \
 		h2 "ib_send_lat -d sroce2 -x $g2 -c UD -n 100 -s 64 -F 10.77.1.1"
-	assert_match "$CLIENT_OUT" "^ *64 +100 +$PERF_NUM" "ib_send_lat -c UD"
+	assert_perftest_row 64 100 "ib_send_lat -c UD"
 fi
 
 rcvd1=$(hw_counter sroce1 rcvd_pkts)

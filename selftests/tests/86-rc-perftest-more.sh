@@ -21,7 +21,7 @@ perf() {
 	run_pair h1 "$tool -d sroce1 -x $g1 -m 1024 -n $iters -s $size -F $*" \
 		h2 "$tool -d sroce2 -x $g2 -m 1024 -n $iters -s $size -F $* 10.77.1.1"
 	log "$tool $*: $(grep -E "^ *$size +$iters " <<<"$CLIENT_OUT")"
-	assert_match "$CLIENT_OUT" "^ *$size +$iters +$PERF_NUM +$PERF_NUM" "$tool -s $size $* result line"
+	assert_perftest_row "$size" "$iters" "$tool -s $size $* result line"
 }
 
 for size in 1 4096 65536 1048576; do

@@ -42,7 +42,7 @@ bw() { # TOOL SIZE ITERS: perftest with its default depth (128) and signalling
 	run_pair h1 "${PIN[*]} $1 -d $DEV1 -x $g1 -m 1024 -n $3 -s $2 -F" \
 		h2 "${PIN[*]} $1 -d $DEV2 -x $g2 -m 1024 -n $3 -s $2 -F 10.77.1.1"
 	log "$1 -s $2: $(grep -E "^ *$2 +$3 " <<<"$CLIENT_OUT")"
-	assert_match "$CLIENT_OUT" "^ *$2 +$3 +$PERF_NUM +$PERF_NUM" "$1 -s $2 -n $3 with ACKs in bursts"
+	assert_perftest_row "$2" "$3" "$1 -s $2 -n $3 with ACKs in bursts"
 }
 
 bw ib_write_bw 1024 400

@@ -29,7 +29,7 @@ write_bw_acks() {
 	resent=$(hw_counter sroce2 retransmitted_pkts) naks=$(hw_counter sroce1 out_of_seq_request)
 	run_pair h1 "ib_write_bw -d sroce1 -x $g1 -n $n -s 64 -Q $mod -F" \
 		h2 "ib_write_bw -d sroce2 -x $g2 -n $n -s 64 -Q $mod -F 10.77.1.1"
-	assert_match "$CLIENT_OUT" "^ *64 +$n +$PERF_NUM +$PERF_NUM" "ib_write_bw -n $n -Q $mod result line"
+	assert_perftest_row 64 "$n" "ib_write_bw -n $n -Q $mod result line"
 	ACKS=$(($(hw_counter sroce1 sent_pkts) - sent))
 	asked=$(($(hw_counter sroce2 ack_requests) - asked))
 	resent=$(($(hw_counter sroce2 retransmitted_pkts) - resent))

@@ -42,7 +42,7 @@ perftest() {
 	h0=$(hw_counter sroce2 doorbell_handoffs) t0=$(hw_counter sroce2 thread_passes)
 	run_pair h1 "$1 -d sroce1 -x $g1 -s $2 -n $3 -F" \
 		h2 "taskset -c 0 $1 -d sroce2 -x $g2 -s $2 -n $3 -F 10.77.1.1"
-	assert_match "$CLIENT_OUT" "^ *$2 +$3 +$PERF_NUM +$PERF_NUM" "$1 result line, $4"
+	assert_perftest_row "$2" "$3" "$1 result line, $4"
 	HANDOFFS=$(($(hw_counter sroce2 doorbell_handoffs) - h0))
 	PASSES=$(($(hw_counter sroce2 thread_passes) - t0))
 	note "$1 -s $2, $4: doorbell_handoffs +$HANDOFFS, thread_passes +$PASSES"

@@ -33,7 +33,7 @@ sysctl -qw net.core.netdev_max_backlog=16
 requeued=$(hw_counter sroce2 send_requeued) errs=$(hw_counter sroce2 send_err)
 run_pair h1 "ib_write_bw -d sroce1 -x $g1 -m 1024 -n 300 -s 65536 -F" \
 	h2 "ib_write_bw -d sroce2 -x $g2 -m 1024 -n 300 -s 65536 -F 10.77.1.1"
-assert_match "$CLIENT_OUT" "^ *65536 +300 +$PERF_NUM +$PERF_NUM" "ib_write_bw result line"
+assert_perftest_row 65536 300 "ib_write_bw result line"
 requeued=$(($(hw_counter sroce2 send_requeued) - requeued)) errs=$(($(hw_counter sroce2 send_err) - errs))
 note "ib_write_bw 64 KiB x 300, packets alone, backlog 16: sroce2 send_requeued +$requeued, send_err +$errs, retransmitted_pkts $(hw_counter sroce2 retransmitted_pkts), local_ack_timeout_err $(hw_counter sroce2 local_ack_timeout_err)"
 ((requeued > 0)) || fail "no refused packet was taken back (send_err +$errs)"

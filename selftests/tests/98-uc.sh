@@ -47,7 +47,7 @@ done
 for t in ib_send_lat ib_write_lat; do
 	run_pair h1 "$t -d sroce1 -x $g1 -c UC -n 100 -s 64 -F" \
 		h2 "$t -d sroce2 -x $g2 -c UC -n 100 -s 64 -F 10.77.1.1"
-	assert_match "$CLIENT_OUT" "^ *64 +100 +$PERF_NUM" "$t -c UC"
+	assert_perftest_row 64 100 "$t -c UC"
 done
 verbs_uc sroce2 "$g2" sroce1 "$g1"
 
