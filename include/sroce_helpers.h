@@ -67,6 +67,16 @@ void sroce_skb_reserve(struct sk_buff *skb, int len);
 bool sroce_pskb_may_pull(struct sk_buff *skb, unsigned int len);
 unsigned int sroce_skb_headlen(const struct sk_buff *skb);
 /*
+ * Gives an skb without fragments one of 2^order pages (allocated
+ * atomically) that holds no data yet; false if there is no memory.
+ * sroce_skb_page_put() and sroce_skb_page_trim() then grow and shrink the
+ * data in it, and sroce_skb_page_data() is its first byte.
+ */
+bool sroce_skb_add_page(struct sk_buff *skb, unsigned int order);
+void *sroce_skb_page_put(struct sk_buff *skb, unsigned int len);
+void sroce_skb_page_trim(struct sk_buff *skb, unsigned int len);
+void *sroce_skb_page_data(const struct sk_buff *skb);
+/*
  * The destination QP of a RoCEv2 datagram (BTH bytes 5-7 after the UDP
  * header at the skb's transport offset), or -1 if it is not there.
  */

@@ -222,6 +222,45 @@ struct sk_buff *sroce_alloc_skb(unsigned int size, gfp_t gfp)
 	return alloc_skb(size, gfp);
 }
 
+bool sroce_skb_add_page(struct sk_buff *skb, unsigned int order)
+{
+	struct page *page;
+
+	page = alloc_pages(GFP_ATOMIC | __GFP_COMP | __GFP_NOWARN, order);
+	if (!page)
+		return false;
+	skb_fill_page_desc(skb, 0, page, 0, 0);
+	skb->truesize += PAGE_SIZE << order;
+	return true;
+}
+
+void *sroce_skb_page_put(struct sk_buff *skb, unsigned int len)
+{
+	skb_frag_t *frag = &skb_shinfo(skb)->frags[0];
+	void *end = skb_frag_address(frag) + skb_frag_size(frag);
+
+	skb_frag_size_add(frag, len);
+	skb->len += len;
+	skb->data_len += len;
+	return end;
+}
+
+/* Keeps the (perhaps empty) fragment: more may be put in it. */
+void sroce_skb_page_trim(struct sk_buff *skb, unsigned int len)
+{
+	skb_frag_t *frag = &skb_shinfo(skb)->frags[0];
+	unsigned int cut = skb_frag_size(frag) - min(len, skb_frag_size(frag));
+
+	skb_frag_size_sub(frag, cut);
+	skb->len -= cut;
+	skb->data_len -= cut;
+}
+
+void *sroce_skb_page_data(const struct sk_buff *skb)
+{
+	return skb_frag_address(&skb_shinfo(skb)->frags[0]);
+}
+
 unsigned int sroce_skb_tailroom(const struct sk_buff *skb)
 {
 	return skb_tailroom(skb);

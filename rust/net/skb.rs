@@ -213,16 +213,26 @@ impl Drop for SkBuff {
     }
 }
 
-/// A private, linear socket buffer being filled for sending: headroom
-/// reserved for the headers to be pushed in front, then the data, a zeroed
-/// payload at first.
+/// Largest page block a paged [`TxBuffer`] asks for: order 3 (32 KiB with
+/// 4 KiB pages), the largest the page allocator keeps per-CPU lists for.
+const PAGED_MAX_ORDER: u32 = 3;
+
+/// A private socket buffer being filled for sending: headroom reserved for
+/// the headers to be pushed in front, then the data, a zeroed payload at
+/// first. The payload is in the linear part, or (a paged buffer) in one
+/// block of pages, the skb's only fragment, after a linear part that holds
+/// only the headers pushed in front: the stack then segments it without
+/// copying the payload (a UDP-segmented datagram's pieces share the page).
 ///
 /// # Invariants
 ///
-/// `skb` is linear and not shared or cloned; its `len` bytes from `data`
-/// are initialised.
+/// `skb` is not shared or cloned; its `len` bytes from `data` are
+/// initialised. If `paged` is zero it is linear; else its one fragment is
+/// a block of `paged` bytes of pages, its payload all of the fragment's
+/// data, and nothing was added to the linear part but headers pushed.
 pub(crate) struct TxBuffer {
     skb: SkBuff,
+    paged: usize,
 }
 
 impl TxBuffer {
@@ -253,11 +263,37 @@ impl TxBuffer {
         // SAFETY: `size` bytes of room: the headroom is reserved, no data.
         unsafe { bindings::sroce_skb_reserve(skb.as_raw(), headroom as i32) };
         // INVARIANT: fresh, linear, private, no data yet.
-        Ok(Self { skb })
+        Ok(Self { skb, paged: 0 })
+    }
+
+    /// A paged buffer (see the type) with `headroom` bytes of headroom and
+    /// room for `capacity` bytes of payload in pages, empty; a linear one
+    /// ([`Self::with_capacity`]) if no block of pages that size is free.
+    /// `EMSGSIZE` if `capacity` exceeds the largest block asked for (32
+    /// KiB with 4 KiB pages).
+    pub(super) fn with_paged_capacity(headroom: usize, capacity: usize) -> Result<Self> {
+        let page = kernel::page::PAGE_SIZE;
+        let order = (0..=PAGED_MAX_ORDER)
+            .find(|&o| page << o >= capacity)
+            .ok_or(EMSGSIZE)?;
+        let mut buf = Self::with_capacity(headroom, 0)?;
+        // SAFETY: a fresh private skb without fragments (just allocated).
+        if unsafe { bindings::sroce_skb_add_page(buf.skb.as_raw(), order) } {
+            // INVARIANT: one empty fragment of that many bytes, nothing
+            // in the linear part.
+            buf.paged = page << order;
+            Ok(buf)
+        } else {
+            Self::with_capacity(headroom, capacity)
+        }
     }
 
     /// Bytes that can still be appended.
     pub(super) fn room(&self) -> usize {
+        if self.paged != 0 {
+            // SAFETY: reads a field of a live skb we own.
+            return self.paged - unsafe { (*self.skb.as_raw()).data_len } as usize;
+        }
         // SAFETY: reads the fields of a live skb we own.
         unsafe { bindings::sroce_skb_tailroom(self.skb.as_raw()) as usize }
     }
@@ -268,30 +304,77 @@ impl TxBuffer {
         if len > self.room() {
             return Err(EMSGSIZE);
         }
-        // SAFETY: the tailroom holds `len` bytes: `skb_put` extends the
-        // data over them, and they are zeroed before anything reads them.
+        let raw = self.skb.as_raw();
+        // SAFETY: the linear tailroom or the fragment's block holds `len`
+        // more bytes (checked above): putting them extends the data over
+        // them, and they are zeroed before anything reads them. Pages are
+        // not from high memory (atomic allocations never are), so the
+        // fragment's address is mapped.
         unsafe {
-            let p = bindings::skb_put(self.skb.as_raw(), len as u32).cast::<u8>();
+            let p = if self.paged != 0 {
+                bindings::sroce_skb_page_put(raw, len as u32)
+            } else {
+                bindings::skb_put(raw, len as u32)
+            }
+            .cast::<u8>();
             core::ptr::write_bytes(p, 0, len);
             Ok(core::slice::from_raw_parts_mut(p, len))
         }
     }
 
-    /// The bytes from the data pointer to the end, to be written.
-    pub(super) fn data_mut(&mut self) -> &mut [u8] {
-        // SAFETY: a private linear skb: `data` has `len` initialised bytes
-        // no one else reads or writes while we hold `&mut self`.
+    /// The bytes from the data pointer to the end of the linear part, and
+    /// those of the fragment (none for a linear buffer), to be written.
+    pub(super) fn parts_mut(&mut self) -> (&mut [u8], &mut [u8]) {
+        let skb = self.skb.as_raw();
+        // SAFETY: a private skb: `data` has `skb_headlen` initialised bytes
+        // and the fragment (of a paged buffer) `data_len` more, in a block
+        // of pages we own and that is mapped (see `append`); no one else
+        // reads or writes them while we hold `&mut self`, and the two
+        // ranges are apart.
         unsafe {
-            let skb = self.skb.as_raw();
-            core::slice::from_raw_parts_mut((*skb).data, (*skb).len as usize)
+            let linear = core::slice::from_raw_parts_mut(
+                (*skb).data,
+                bindings::sroce_skb_headlen(skb) as usize,
+            );
+            let paged = if self.paged != 0 {
+                core::slice::from_raw_parts_mut(
+                    bindings::sroce_skb_page_data(skb).cast::<u8>(),
+                    (*skb).data_len as usize,
+                )
+            } else {
+                &mut []
+            };
+            (linear, paged)
         }
     }
 
-    /// Shortens the data to `len` bytes (no-op if not shorter).
+    /// The bytes from the data pointer to the end, to be written (the
+    /// linear part; all of them in a linear buffer).
+    pub(super) fn data_mut(&mut self) -> &mut [u8] {
+        self.parts_mut().0
+    }
+
+    /// Whether the payload is in pages (see the type).
+    pub(super) fn is_paged(&self) -> bool {
+        self.paged != 0
+    }
+
+    /// Shortens the payload to `len` bytes (no-op if not shorter).
     pub(super) fn truncate(&mut self, len: usize) {
-        if len < self.skb.len() {
-            // SAFETY: a private linear skb, shortened (never lengthened).
-            unsafe { bindings::skb_trim(self.skb.as_raw(), len as u32) };
+        if len >= self.skb.len() {
+            return;
+        }
+        let raw = self.skb.as_raw();
+        // SAFETY: a private skb, shortened (never lengthened): a paged
+        // one in its fragment (the payload is all there), keeping the
+        // fragment; a linear one at its tail.
+        unsafe {
+            if self.paged != 0 {
+                let headlen = bindings::sroce_skb_headlen(raw) as usize;
+                bindings::sroce_skb_page_trim(raw, len.saturating_sub(headlen) as u32);
+            } else {
+                bindings::skb_trim(raw, len as u32);
+            }
         }
     }
 

@@ -40,9 +40,10 @@ pub(crate) struct IpParams {
 ///
 /// # Invariants
 ///
-/// `buf`'s data is the payload with at least the link-layer reserved
-/// space of `route`'s device, an IP and a UDP header of headroom before it;
-/// `route` is the route for `flow`.
+/// `buf`'s data is the payload (in its pages if it is paged, its linear
+/// part then empty) with at least the link-layer reserved space of
+/// `route`'s device, an IP and a UDP header of headroom before it; `route`
+/// is the route for `flow`.
 pub(crate) struct Datagram {
     buf: TxBuffer,
     route: Route,
@@ -63,6 +64,27 @@ impl Datagram {
     /// payload and none yet ([`Self::append`] adds them). Allocates like
     /// [`Self::new`].
     pub(crate) fn with_room(route: Route, flow: &UdpFlow, room: usize) -> Result<Self> {
+        Self::with_buffer(route, flow, |headroom| {
+            TxBuffer::with_capacity(headroom, room)
+        })
+    }
+
+    /// As [`Self::with_room`], but with the payload in pages (a paged
+    /// [`TxBuffer`]), when a block of pages that size is free, so that
+    /// segmentation ([`Sealed::set_segments`]) shares it instead of
+    /// copying each piece; `EMSGSIZE` for more than 32 KiB (4 KiB pages).
+    pub(crate) fn with_paged_room(route: Route, flow: &UdpFlow, room: usize) -> Result<Self> {
+        Self::with_buffer(route, flow, |headroom| {
+            TxBuffer::with_paged_capacity(headroom, room)
+        })
+    }
+
+    /// A datagram whose buffer `alloc` makes with the headroom it is given.
+    fn with_buffer(
+        route: Route,
+        flow: &UdpFlow,
+        alloc: impl FnOnce(usize) -> Result<TxBuffer>,
+    ) -> Result<Self> {
         let ip_len = if route.is_v6() {
             IPV6_HEADER_LEN
         } else {
@@ -70,8 +92,9 @@ impl Datagram {
         };
         // SAFETY: the route's device is live while we hold the route.
         let ll = unsafe { bindings::sroce_ll_reserved_space(route.device().as_raw()) } as usize;
-        let buf = TxBuffer::with_capacity(ll + ip_len + UDP_HEADER_LEN, room)?;
-        // INVARIANT: that headroom, the payload at data.
+        let buf = alloc(ll + ip_len + UDP_HEADER_LEN)?;
+        // INVARIANT: that headroom, the payload at data (or in the page
+        // block of a paged buffer, whose linear part is empty).
         Ok(Self {
             buf,
             route,
@@ -92,7 +115,13 @@ impl Datagram {
 
     /// The payload, to be written.
     pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
-        self.buf.data_mut()
+        let paged = self.buf.is_paged();
+        let (linear, pages) = self.buf.parts_mut();
+        if paged {
+            pages
+        } else {
+            linear
+        }
     }
 
     /// Shortens the payload to `len` bytes (no-op if not shorter).
@@ -171,7 +200,8 @@ impl Datagram {
 /// # Invariants
 ///
 /// As [`Datagram`], but `data` points at the IP header, followed by the
-/// UDP header and the payload, all initialised; the skb's network and
+/// UDP header and the payload (in a paged buffer: the linear part ends
+/// with the UDP header, the payload is in the pages), all initialised; the skb's network and
 /// transport headers are set to them and its protocol to their family.
 pub(crate) struct Sealed {
     d: Datagram,
@@ -189,10 +219,11 @@ impl Sealed {
     /// The IP header, the UDP header and the (writable) payload.
     pub(crate) fn parts_mut(&mut self) -> (&[u8], &[u8], &mut [u8]) {
         let ip_len = self.ip_len();
-        let all = self.d.payload_mut();
-        let (ip, rest) = all.split_at_mut(ip_len);
-        let (udp, payload) = rest.split_at_mut(UDP_HEADER_LEN);
-        (ip, udp, payload)
+        let paged = self.d.buf.is_paged();
+        let (linear, pages) = self.d.buf.parts_mut();
+        let (ip, rest) = linear.split_at_mut(ip_len);
+        let (udp, rest) = rest.split_at_mut(UDP_HEADER_LEN);
+        (ip, udp, if paged { pages } else { rest })
     }
 
     /// Marks the datagram for UDP segmentation: its payload is `segs`

@@ -45,19 +45,22 @@ use crate::roce::{
 use crate::sroce::device::SroceDevice;
 use kernel::prelude::*;
 
-/// Payload bytes of one burst at most: with the skb's headroom and shared
-/// info its buffer stays within 32 KiB (an order-3 allocation, the largest
-/// the page allocator keeps per-CPU lists for).
+/// Payload bytes of one burst at most: within one order-3 block of pages
+/// (32 KiB, the largest the page allocator keeps per-CPU lists for), where
+/// the payload goes so that the pieces share it when the datagram is cut;
+/// or, when no such block is free, with the skb's headroom and shared
+/// info within a 32 KiB linear buffer.
 const BURST_BYTES: usize = 31 * 1024;
 
 /// Packets of one burst at most.
 const BURST_PACKETS: usize = 64;
 
 /// Packets a new burst is expected to hold at least. Every piece of a
-/// burst costs the receiving host an skb and a copy when its UDP layer
-/// cuts it out, where an skb sent alone is taken as it is: two or three
-/// pieces save the sender less than that costs (4 KiB READs and WRITEs at
-/// MTU 1024 measured 0.82-0.99x the bandwidth with bursts of 2-3).
+/// burst costs the receiving host an skb (and a copy of its payload, when
+/// it was not in pages) when its UDP layer cuts it out, where an skb sent
+/// alone is taken as it is: two or three pieces saved the sender less than
+/// that cost (4 KiB READs and WRITEs at MTU 1024 measured 0.82-0.99x the
+/// bandwidth with bursts of 2-3, before bursts were paged).
 const BURST_MIN_PACKETS: usize = 4;
 
 /// Packets gathered for one datagram; sent by [`Burst::flush`] or when
@@ -217,7 +220,7 @@ fn open(
 ) -> Result<Open> {
     let (route, udp) = tx::route(dev, routes, flow)?;
     Ok(Open {
-        dgram: Datagram::with_room(route, &udp, room)?,
+        dgram: Datagram::with_paged_room(route, &udp, room)?,
         flow: *flow,
         size: 0,
         last: 0,
