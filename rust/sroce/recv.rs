@@ -62,7 +62,9 @@ pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket, followed: bool) 
                 counters.inc(Counter::RcvdSoftirqPasses);
                 counters.inc(Counter::RcvdHeld);
             }
-            Queued::Lone | Queued::Behind => counters.inc(Counter::RcvdWorkerHandoffs),
+            Queued::Lone | Queued::Behind | Queued::Burst => {
+                counters.inc(Counter::RcvdWorkerHandoffs)
+            }
             Queued::Dropped => counters.inc(Counter::RcvdDropQpFull),
             Queued::Closed => counters.inc(Counter::RcvdDropNoQp),
         },

@@ -30,9 +30,13 @@
 //!
 //! The doorbell flag carries both hand-overs. A kernel consumer's doorbell
 //! ([`PassContext::Consumer`], any context) is held off by a delivery as
-//! a task's is, but what it sends is not marked. Not covered: replies
-//! (ACKs are cumulative; READ responses still leave from whichever pass
-//! answers). The mark is best effort: softirqs deferred to ksoftirqd
+//! a task's is, but what it sends is not marked. READ responses follow
+//! the same mark: the receive softirq sends them only while no CPU is
+//! delivering, and only when all that are queued fit in its pass (what
+//! it sends waits in its CPU's backlog, and a pass on another CPU must
+//! not send the rest meanwhile); else process context sends them all
+//! (`super::responses_leave`). ACKs are not covered (they are
+//! cumulative). The mark is best effort: softirqs deferred to ksoftirqd
 //! deliver after it is cleared.
 
 use core::sync::atomic::{AtomicU32, Ordering};

@@ -125,6 +125,26 @@ impl<S: ResourceStore> ResponderWith<S> {
         !self.error && self.reads_queued > 0
     }
 
+    /// Whether every queued READ response packet (of all queued READs
+    /// and replays) fits in `budget` packets: a driver that may not leave
+    /// part of them to a sender elsewhere asks before it starts.
+    pub fn read_responses_fit(&self, budget: u32) -> bool {
+        if !self.read_responses_queued() {
+            return true;
+        }
+        let mut left = budget;
+        for res in self.resources.as_ref().iter().flatten() {
+            let Some(next) = res.next_response else {
+                continue;
+            };
+            match left.checked_sub(res.psn_count.saturating_sub(next)) {
+                Some(l) => left = l,
+                None => return false,
+            }
+        }
+        true
+    }
+
     /// The next queued READ response packet, or `None` when none is
     /// queued. The oldest READ goes first, so responses leave in PSN
     /// order. Data is read when the driver builds the packet.

@@ -100,6 +100,29 @@ fn read_responses_are_taken_one_at_a_time_and_later_requests_wait() {
 }
 
 #[test]
+fn read_responses_fit_counts_what_is_left_of_every_queued_read() {
+    let mut r = resp();
+    assert!(r.read_responses_fit(0), "nothing queued");
+    // 10 packets of 256 bytes.
+    assert_eq!(exec(&mut r, &read_req(100, 0x1000, 2560)), Reply::Read);
+    assert!(r.read_responses_fit(10));
+    assert!(!r.read_responses_fit(9));
+    for left in (0..10).rev() {
+        r.next_read_response().unwrap();
+        assert!(r.read_responses_fit(left), "{left} left");
+        assert!(left == 0 || !r.read_responses_fit(left - 1), "{left} left");
+    }
+    // Replays of two READs queued together count both.
+    assert_eq!(exec(&mut r, &read_req(110, 0x2000, 512)), Reply::Read);
+    drain(&mut r);
+    r.receive(&read_req(100, 0x1000, 2560), true);
+    r.receive(&read_req(110, 0x2000, 512), true);
+    assert!(r.read_responses_fit(12));
+    assert!(!r.read_responses_fit(11));
+    assert_eq!(drain(&mut r).len(), 12);
+}
+
+#[test]
 fn duplicate_reads_coalesce_with_queued_responses() {
     let mut r = resp();
     assert_eq!(exec(&mut r, &read_req(100, 0x1000, 2560)), Reply::Read);
