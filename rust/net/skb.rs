@@ -284,6 +284,8 @@ impl TxBuffer {
             buf.paged = page << order;
             Ok(buf)
         } else {
+            // Released as consumed: no packet was dropped.
+            buf.skb.consume();
             Self::with_capacity(headroom, capacity)
         }
     }

@@ -201,8 +201,9 @@ impl Datagram {
 ///
 /// As [`Datagram`], but `data` points at the IP header, followed by the
 /// UDP header and the payload (in a paged buffer: the linear part ends
-/// with the UDP header, the payload is in the pages), all initialised; the skb's network and
-/// transport headers are set to them and its protocol to their family.
+/// with the UDP header, the payload is in the pages), all initialised;
+/// the skb's network and transport headers are set to them and its
+/// protocol to their family.
 pub(crate) struct Sealed {
     d: Datagram,
 }
