@@ -94,52 +94,61 @@ impl Drop for KthreadWorker {
 
 /// An item that runs on a [`KthreadWorker`], as the kernel crate's
 /// `WorkItem` runs on a workqueue.
-pub(crate) trait KthreadWorkItem: HasKthreadWork + Send + Sync + Sized + 'static {
+pub(crate) trait KthreadWorkItem<const ID: u64 = 0>:
+    HasKthreadWork<ID> + Send + Sync + Sized + 'static
+{
     /// Runs the item with the reference its queueing took.
     fn run(this: Arc<Self>);
 }
 
-/// A type with a [`KthreadWork`] field.
+/// A type with a [`KthreadWork`] field; `ID` tells its fields apart when
+/// it has several (each queued on its own worker).
 ///
 /// # Safety
 ///
 /// `raw_get_work` returns a pointer to a field of type
-/// `KthreadWork<Self>` inside `*ptr`, and `work_container_of` is its
+/// `KthreadWork<Self, ID>` inside `*ptr`, and `work_container_of` is its
 /// inverse. Implement it with [`impl_has_kthread_work!`].
-pub(crate) unsafe trait HasKthreadWork: Sized {
+pub(crate) unsafe trait HasKthreadWork<const ID: u64 = 0>: Sized {
     /// The work field of the item at `ptr`.
     ///
     /// # Safety
     ///
     /// `ptr` points at a live `Self`.
-    unsafe fn raw_get_work(ptr: *mut Self) -> *mut KthreadWork<Self>;
+    unsafe fn raw_get_work(ptr: *mut Self) -> *mut KthreadWork<Self, ID>;
 
     /// The item whose work field is at `ptr`.
     ///
     /// # Safety
     ///
     /// `ptr` points at the work field of a live `Self`.
-    unsafe fn work_container_of(ptr: *mut KthreadWork<Self>) -> *mut Self;
+    unsafe fn work_container_of(ptr: *mut KthreadWork<Self, ID>) -> *mut Self;
 }
 
-/// Implements [`HasKthreadWork`] for a struct with a `KthreadWork<Self>`
-/// field.
+/// Implements [`HasKthreadWork`] for a struct with a `KthreadWork<Self,
+/// ID>` field (`ID` 0 if omitted).
 macro_rules! impl_has_kthread_work {
     (impl HasKthreadWork for $self:ty { self.$field:ident }) => {
+        $crate::rdma::kthread_worker::impl_has_kthread_work! {
+            impl HasKthreadWork<0> for $self { self.$field }
+        }
+    };
+    (impl HasKthreadWork<$id:literal> for $self:ty { self.$field:ident }) => {
         // SAFETY: both functions only compile if the field is a
-        // `KthreadWork<Self>`, and `container_of!` inverts `addr_of_mut!`.
-        unsafe impl $crate::rdma::kthread_worker::HasKthreadWork for $self {
+        // `KthreadWork<Self, ID>`, and `container_of!` inverts
+        // `addr_of_mut!`.
+        unsafe impl $crate::rdma::kthread_worker::HasKthreadWork<$id> for $self {
             #[inline]
             unsafe fn raw_get_work(
                 ptr: *mut Self,
-            ) -> *mut $crate::rdma::kthread_worker::KthreadWork<Self> {
+            ) -> *mut $crate::rdma::kthread_worker::KthreadWork<Self, $id> {
                 // SAFETY: the caller promises `ptr` is live.
                 unsafe { ::core::ptr::addr_of_mut!((*ptr).$field) }
             }
 
             #[inline]
             unsafe fn work_container_of(
-                ptr: *mut $crate::rdma::kthread_worker::KthreadWork<Self>,
+                ptr: *mut $crate::rdma::kthread_worker::KthreadWork<Self, $id>,
             ) -> *mut Self {
                 // SAFETY: the caller promises `ptr` is this field of a
                 // live `Self`.
@@ -160,7 +169,7 @@ pub(crate) use impl_has_kthread_work;
 /// it is only ever queued on `worker`.
 #[repr(C)]
 #[pin_data]
-pub(crate) struct KthreadWork<T> {
+pub(crate) struct KthreadWork<T, const ID: u64 = 0> {
     // First: the worker hands the callback a pointer to it.
     #[pin]
     raw: Opaque<bindings::kthread_work>,
@@ -170,11 +179,11 @@ pub(crate) struct KthreadWork<T> {
 
 // SAFETY: the link is only touched under the worker's lock; the item type
 // is `Send + Sync` where it is queued.
-unsafe impl<T: Send + Sync> Send for KthreadWork<T> {}
+unsafe impl<T: Send + Sync, const ID: u64> Send for KthreadWork<T, ID> {}
 // SAFETY: as for `Send`.
-unsafe impl<T: Send + Sync> Sync for KthreadWork<T> {}
+unsafe impl<T: Send + Sync, const ID: u64> Sync for KthreadWork<T, ID> {}
 
-impl<T: KthreadWorkItem> KthreadWork<T> {
+impl<T: KthreadWorkItem<ID>, const ID: u64> KthreadWork<T, ID> {
     /// A link for items run by `worker`.
     pub(crate) fn new(worker: Arc<KthreadWorker>) -> impl PinInit<Self> {
         pin_init!(Self {
@@ -194,7 +203,7 @@ impl<T: KthreadWorkItem> KthreadWork<T> {
         let ptr = Arc::into_raw(item).cast_mut();
         // SAFETY: `ptr` is a live `T` (its reference is held until the
         // item runs or is dropped below).
-        let work = unsafe { T::raw_get_work(ptr) };
+        let work = unsafe { <T as HasKthreadWork<ID>>::raw_get_work(ptr) };
         // SAFETY: `work` is the item's live link, initialised and only
         // ever queued on its own worker (type invariant), which outlives
         // it (the link holds a reference).
@@ -229,12 +238,12 @@ impl<T: KthreadWorkItem> KthreadWork<T> {
     /// `work` is the link of a live `T`, queued by [`Self::enqueue`].
     unsafe extern "C" fn run_raw(work: *mut bindings::kthread_work) {
         // `raw` is the first field of a `repr(C)` struct.
-        let work = work.cast::<KthreadWork<T>>();
+        let work = work.cast::<KthreadWork<T, ID>>();
         // SAFETY: the worker only runs links queued by `enqueue`: `work`
         // is the link of a `T` whose reference it leaked.
-        let item = unsafe { T::work_container_of(work) };
+        let item = unsafe { <T as HasKthreadWork<ID>>::work_container_of(work) };
         // SAFETY: that leaked reference is taken back here, once per
         // queueing.
-        T::run(unsafe { Arc::from_raw(item) });
+        <T as KthreadWorkItem<ID>>::run(unsafe { Arc::from_raw(item) });
     }
 }

@@ -6,7 +6,11 @@
 //! lowest real-time priority (`rdma::kthread_worker` says why: a woken
 //! kworker waited up to a scheduler tick behind a spinning process). A QP
 //! is given the thread running the fewest QPs when it is created and
-//! keeps it, so its passes never run on two of them at once.
+//! keeps it; the next thread in the list is its partner, which takes the
+//! passes it hands to another CPU when its own thread sits on the handing
+//! one (`rc::QpShared::hand_off`). Threads are not pinned: one stays on
+//! the CPU it last ran on, which may be the posting process's. The QP's
+//! lock keeps its passes one at a time.
 //!
 //! What needs to sleep (faulting in on-demand paged memory, building
 //! session groups, dropping a retired connection) is not done on these
@@ -67,19 +71,34 @@ impl PassThreads {
         });
         let thread = fewest.clone();
         thread.qps.fetch_add(1, Ordering::Relaxed);
-        PassThreadSeat { thread }
+        // The next thread in the list (the first after the last).
+        let all = Iterator::chain(core::iter::once(&self.first), self.rest.iter());
+        let partner = all
+            .clone()
+            .skip_while(|t| !Arc::ptr_eq(t, &thread))
+            .nth(1)
+            .unwrap_or(&self.first)
+            .clone();
+        PassThreadSeat { thread, partner }
     }
 }
 
 /// A QP's place on a pass thread, counted while it lives.
 pub(crate) struct PassThreadSeat {
     thread: Arc<PassThread>,
+    partner: Arc<PassThread>,
 }
 
 impl PassThreadSeat {
     /// The thread's worker, to bind the QP's work link to.
     pub(crate) fn worker(&self) -> Arc<KthreadWorker> {
         self.thread.worker.clone()
+    }
+
+    /// Another thread's worker (the same one if there is only one), to
+    /// hand passes to when the QP's own thread runs on the caller's CPU.
+    pub(crate) fn partner_worker(&self) -> Arc<KthreadWorker> {
+        self.partner.worker.clone()
     }
 }
 

@@ -62,7 +62,7 @@ pub(crate) fn receive(dev: &Device<SroceDevice>, pkt: RxPacket, followed: bool) 
                 counters.inc(Counter::RcvdSoftirqPasses);
                 counters.inc(Counter::RcvdHeld);
             }
-            Queued::Lone | Queued::Behind | Queued::Burst => {
+            Queued::Lone | Queued::Behind | Queued::HandedOff => {
                 counters.inc(Counter::RcvdWorkerHandoffs)
             }
             Queued::Dropped => counters.inc(Counter::RcvdDropQpFull),

@@ -104,12 +104,13 @@ const RX_QUEUE_LEN: usize = 512;
 /// hold a pass thread, nor delay the QP's teardown).
 const RX_PER_PASS: usize = 64;
 /// Pieces of a segmented datagram from which a burst received in the
-/// softirq is left to the QP's pass thread when that runs on another CPU:
+/// softirq is left to a pass thread on another CPU ([`QpShared::hand_off`]):
 /// that CPU places the data and completes while this one, whose softirq
 /// runs inside the sender's unlock, lets the sender go on to the next
 /// burst (READ streams' responses 1.5x in one probe run), as rxe's
 /// responder and completer tasks take what queued up behind a first
-/// packet. Fewer pieces are not worth a wake-up.
+/// packet. Fewer pieces are not worth a wake-up, unless the QP streams
+/// ([`QpShared::streaming`]).
 const RX_BURST_HANDOFF: usize = 8;
 /// RDMA READ response packets an RC QP sends per pass (its
 /// own or replayed); the rest go in later passes.
@@ -141,8 +142,9 @@ const TX_REFUSED_RETRY_US: u64 = 200;
 /// of the requester trying again forever.
 pub(super) const TX_REFUSED_MAX: u32 = 100;
 
-/// WQEs the requester holds from which a process's doorbell counts the QP
-/// as streaming ([`doorbell_leaves_pass`]): a ping-pong holds one or two.
+/// WQEs the requester holds from which a process's doorbell
+/// ([`doorbell_leaves_pass`]) and the receive softirq ([`RcState::streams`])
+/// count the QP as streaming: a ping-pong holds one or two.
 const STREAM_WQES: usize = 4;
 
 /// Largest payload of one packet (path MTU 4096).
@@ -160,6 +162,11 @@ pub(crate) struct QpShared {
     /// [`pass_threads`]: crate::sroce::pass_threads
     #[pin]
     pass_work: KthreadWork<QpShared>,
+    /// Runs a pass on the seat's partner thread: the hand-offs' choice
+    /// when the QP's own thread runs on the handing CPU
+    /// ([`QpShared::hand_off`]).
+    #[pin]
+    partner_work: KthreadWork<QpShared, 1>,
     /// The QP's place on that thread.
     _seat: PassThreadSeat,
     /// Runs, on the kernel's unbound workqueue, what may sleep (see
@@ -180,6 +187,11 @@ pub(crate) struct QpShared {
     /// Which CPU is delivering what a pass sent, if any: passes elsewhere
     /// send nothing new until then (in order across CPUs).
     delivery: delivery::Delivery,
+    /// The last pass found the QP streaming ([`RcState::streams`]): the
+    /// receive softirq then leaves even a lone packet to a pass thread on
+    /// another CPU, as a long burst ([`QpShared::queue_rx`]). A hint, set
+    /// by every pass of an RC QP.
+    streaming: AtomicBool,
 }
 
 /// Whether a pass sends its request packets ([`QpShared::leaves_requests`]).
@@ -203,10 +215,10 @@ pub(crate) enum Queued {
     Held,
     /// Queued behind others, for the pass thread (scheduled).
     Behind,
-    /// The last piece of a segmented datagram of [`RX_BURST_HANDOFF`]
-    /// pieces or more, which the pass thread takes on another CPU
-    /// (scheduled).
-    Burst,
+    /// Handed to a pass thread on another CPU (scheduled): the last piece
+    /// of a segmented datagram of [`RX_BURST_HANDOFF`] pieces or more, or
+    /// a lone packet of a QP that streams.
+    HandedOff,
     /// The queue was full: dropped.
     Dropped,
     /// The QP is being destroyed: dropped.
@@ -275,16 +287,29 @@ impl KthreadWorkItem for QpShared {
     }
 }
 
+impl_has_kthread_work! {
+    impl HasKthreadWork<1> for QpShared { self.partner_work }
+}
+
+impl KthreadWorkItem<1> for QpShared {
+    fn run(this: Arc<QpShared>) {
+        this.link.with(run_on_pass_thread);
+    }
+}
+
 impl QpShared {
     /// Shared state for a new QP, whose passes run on `seat`'s thread.
     pub(crate) fn new(seat: PassThreadSeat) -> Result<Arc<Self>> {
         let worker = seat.worker();
+        let partner = seat.partner_worker();
         Arc::pin_init(
             try_pin_init!(Self {
                 link <- QpLink::new(),
                 doorbell: AtomicBool::new(false),
+                streaming: AtomicBool::new(false),
                 delivery: delivery::Delivery::new(),
                 pass_work <- KthreadWork::new(worker),
+                partner_work <- KthreadWork::new(partner),
                 _seat: seat,
                 work <- new_work!("sroce::qp_work"),
                 timer <- HrTimer::new(),
@@ -313,9 +338,14 @@ impl QpShared {
     /// once ([`Queued::Lone`]); one that more pieces of its datagram
     /// `followed` waits for the last of them ([`Queued::Held`]): a burst
     /// costs one pass, not one per packet. Behind others it schedules a
-    /// pass on the QP's thread, which is already due to run; so does the
-    /// last piece of a long burst when the thread runs on another CPU
-    /// ([`RX_BURST_HANDOFF`]). Any context.
+    /// pass on the QP's thread, which is already due to run. The last
+    /// piece of a long burst ([`RX_BURST_HANDOFF`]), or a lone packet of a
+    /// QP that streams, is handed to a pass thread on another CPU if one
+    /// is there ([`Queued::HandedOff`]): that CPU places and completes
+    /// while this one, whose softirq runs inside the sender's unlock when
+    /// both ends share a machine, lets the sender go on. A ping-pong's
+    /// packets are taken here: a hop would add a wake-up to each round
+    /// trip (2x the latency, measured). Any context.
     ///
     /// Pieces are held only while the next piece of the list is for the
     /// same QP; one that fails the receive checks releases them
@@ -334,21 +364,21 @@ impl QpShared {
         let refused = q.packets.push_within_capacity(pkt).err();
         let held = lone && followed && refused.is_none();
         q.held = held;
-        let burst = lone
+        // Under the lock, so that `close` cannot miss a queueing.
+        let handed = lone
             && !held
-            && q.packets.len() >= RX_BURST_HANDOFF
-            && self.pass_work.worker_elsewhere();
-        if !lone || burst || (refused.is_some() && !q.packets.is_empty()) {
-            // Under the lock, so that `close` cannot miss this queueing.
+            && (q.packets.len() >= RX_BURST_HANDOFF || self.streaming.load(Ordering::Relaxed))
+            && self.hand_off_locked();
+        if !lone || (refused.is_some() && !q.packets.is_empty()) {
             // (Pieces held before a refused one go to the pass thread.)
-            KthreadWork::enqueue(self.clone());
+            KthreadWork::<_, 0>::enqueue(self.clone());
         }
         drop(q);
         // A refused packet is freed outside the IRQ-disabling lock.
         let result = match (&refused, lone) {
             (Some(_), _) => Queued::Dropped,
             (None, true) if held => Queued::Held,
-            (None, true) if burst => Queued::Burst,
+            (None, true) if handed => Queued::HandedOff,
             (None, true) => Queued::Lone,
             (None, false) => Queued::Behind,
         };
@@ -445,9 +475,37 @@ impl QpShared {
     pub(crate) fn schedule(self: &Arc<Self>) {
         let q = self.rx.lock();
         if !q.closed {
-            KthreadWork::enqueue(self.clone());
+            KthreadWork::<_, 0>::enqueue(self.clone());
         }
         drop(q);
+    }
+
+    /// Schedules a pass on a pass thread that would run on another CPU
+    /// than this one, the QP's own or else its partner, if either would:
+    /// whether one was (or the QP is going away). Any context.
+    ///
+    /// A QP's passes then may be queued on both threads at once; they run
+    /// one at a time under its lock, and the second finds less to do. Its
+    /// own thread alone would leave a CPU idle whenever that thread sits
+    /// on the CPU of the process that posts (a thread that is not pinned
+    /// stays where it last ran).
+    pub(crate) fn hand_off(self: &Arc<Self>) -> bool {
+        let q = self.rx.lock();
+        let handed = q.closed || self.hand_off_locked();
+        drop(q);
+        handed
+    }
+
+    /// [`QpShared::hand_off`], with the receive queue locked and open.
+    fn hand_off_locked(self: &Arc<Self>) -> bool {
+        if self.pass_work.worker_elsewhere() {
+            KthreadWork::<_, 0>::enqueue(self.clone());
+        } else if self.partner_work.worker_elsewhere() {
+            KthreadWork::<_, 1>::enqueue(self.clone());
+        } else {
+            return false;
+        }
+        true
     }
 
     /// Schedules the work item, which does what may sleep, then a pass
@@ -468,6 +526,7 @@ impl QpShared {
         self.rx.lock().closed = true;
         // Neither can queue the other any more.
         self.pass_work.flush();
+        self.partner_work.flush();
         crate::rdma::work::flush(&self.work);
     }
 
@@ -553,6 +612,10 @@ pub(crate) struct RcState {
     /// doorbell for an unsignaled WQE; `None` after a signaled one
     /// ([`doorbell_leaves_pass`]).
     unsignaled_doorbell: Option<Psn>,
+    /// The last request message received asked for no ACK: its requester
+    /// does not wait for it (an sroce peer's stream of unsignaled
+    /// messages, [`RcState::streams`]).
+    peer_streams: bool,
     /// WQEs taken from the ring and not yet retired.
     pub(crate) taken: u32,
     /// Packets the requester may send before one asks for an ACK, when
@@ -679,6 +742,7 @@ impl RcState {
                 taken: 0,
                 ack_coalesce: ack_coalesce(a),
                 unsignaled_doorbell: None,
+                peer_streams: false,
                 local_error: None,
                 tx_refused: false,
                 tx_refusals: 0,
@@ -768,6 +832,15 @@ impl RcState {
     }
 
     /// Whether the requester may take more WQEs (its window has room).
+    /// Whether the QP streams, for the receive softirq's hand-off
+    /// ([`QpShared::queue_rx`]): the requester holds [`STREAM_WQES`] WQEs
+    /// or more, some unacknowledged (the responses it receives are not
+    /// waited for one by one), or the peer's last message asked for no
+    /// ACK. A ping-pong holds one or two WQEs and signals every message.
+    fn streams(&self) -> bool {
+        (self.sq.len() >= STREAM_WQES && self.sq.has_unacked()) || self.peer_streams
+    }
+
     pub(crate) fn window_has_room(&self) -> bool {
         self.sq.has_room()
     }
@@ -875,14 +948,15 @@ pub(crate) fn answer_doorbell(qp: &Qp<SroceDevice>, ctx: PassContext) {
     }
 }
 
-/// Whether a process's send doorbell leaves its pass to the QP's pass
-/// thread (scheduled here, counted) instead of running it: the process
-/// streams and the thread would run on another CPU (it last ran there, or
-/// may not run on this one). That CPU then sends while the process goes on
+/// Whether a process's send doorbell leaves its pass to a pass thread
+/// (scheduled here, counted) instead of running it: the process streams
+/// and the QP's thread, or else its partner, would run on another CPU
+/// ([`QpShared::hand_off`]). That CPU then sends while the process goes on
 /// posting (and, with both ends on one machine, runs the receiver's
-/// softirq too), as rxe's requester work item does; on the process's own
-/// CPU the thread would only preempt it for the same pass, so the doorbell
-/// runs it there (session 32 in `docs/performance.md`).
+/// softirq too), as rxe's requester work item does; a thread on the
+/// process's own CPU would only preempt it for the same pass, so with both
+/// threads there the doorbell runs it itself (sessions 32 and 35 in
+/// `docs/performance.md`).
 ///
 /// A process streams when the requester holds [`STREAM_WQES`] WQEs or
 /// more, some unacknowledged (ACKs bring passes anyway), or when it rings
@@ -904,12 +978,10 @@ pub(crate) fn doorbell_leaves_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner) ->
     let posting_on = unsignaled && rc.unsignaled_doorbell == Some(epsn);
     rc.unsignaled_doorbell = unsignaled.then_some(epsn);
     let streams = posting_on || (rc.sq.len() >= STREAM_WQES && rc.sq.has_unacked());
-    let shared = qp.data().shared();
-    let leaves = streams && shared.pass_work.worker_elsewhere();
+    let leaves = streams && qp.data().shared().hand_off();
     if leaves {
         let counters = &qp.device().data().io.counters;
         counters.inc(Counter::DoorbellHandoffs);
-        shared.schedule();
     }
     leaves
 }
@@ -994,6 +1066,7 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
     if inner.rc.is_none() {
         // Not connected (or reset): drop what arrived. Work a kernel
         // consumer posted in the error state completes flushed.
+        shared.streaming.store(false, Ordering::Relaxed);
         shared.return_batch(shared.take_backlog_or_batch());
         if inner.attrs.state == QpState::Err {
             super::qp::flush(qp, &mut inner.rings);
@@ -1137,6 +1210,8 @@ pub(crate) fn run_pass(qp: &Qp<SroceDevice>, inner: &mut QpInner, ctx: PassConte
         qp.data().publish_state(QpState::Err);
         enter_error(qp, inner);
     }
+    let streams = inner.rc.as_ref().is_some_and(|rc| rc.streams());
+    shared.streaming.store(streams, Ordering::Relaxed);
     if more {
         shared.schedule();
     }
@@ -1291,6 +1366,9 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
     };
     // Counted once, when taken (a deferred request is offered again).
     if let Some(rc) = inner.rc.as_mut().filter(|_| taken) {
+        if op.is_request() && op.position().ends_message() {
+            rc.peer_streams = !h.bth.ack_req;
+        }
         let from = FiveTuple {
             src: NetAddr(pkt.src().gid()),
             dst: NetAddr(pkt.dst().gid()),
