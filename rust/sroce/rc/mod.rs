@@ -612,9 +612,9 @@ pub(crate) struct RcState {
     /// doorbell for an unsignaled WQE; `None` after a signaled one
     /// ([`doorbell_leaves_pass`]).
     unsignaled_doorbell: Option<Psn>,
-    /// The last request message received asked for no ACK: its requester
-    /// does not wait for it (an sroce peer's stream of unsignaled
-    /// messages, [`RcState::streams`]).
+    /// The last request message received over RC asked for no ACK: its
+    /// requester does not wait for it (an sroce peer's stream of
+    /// unsignaled messages, [`RcState::streams`]).
     peer_streams: bool,
     /// WQEs taken from the ring and not yet retired.
     pub(crate) taken: u32,
@@ -1366,8 +1366,10 @@ fn receive(qp: &Qp<SroceDevice>, inner: &mut QpInner, pkt: &RxPacket, now: Now) 
     };
     // Counted once, when taken (a deferred request is offered again).
     if let Some(rc) = inner.rc.as_mut().filter(|_| taken) {
+        // UC asks for no ACK at all: only an RC peer's silence says it
+        // does not wait.
         if op.is_request() && op.position().ends_message() {
-            rc.peer_streams = !h.bth.ack_req;
+            rc.peer_streams = rc.is_acknowledged() && !h.bth.ack_req;
         }
         let from = FiveTuple {
             src: NetAddr(pkt.src().gid()),
