@@ -370,7 +370,7 @@ impl QpShared {
             && (q.packets.len() >= RX_BURST_HANDOFF || self.streaming.load(Ordering::Relaxed))
             && self.hand_off_locked();
         if !lone || (refused.is_some() && !q.packets.is_empty()) {
-            // (Pieces held before a refused one go to the pass thread.)
+            // Pieces held before a refused one go to the pass thread too.
             KthreadWork::<_, 0>::enqueue(self.clone());
         }
         drop(q);
@@ -831,7 +831,6 @@ impl RcState {
         self.sq.resume();
     }
 
-    /// Whether the requester may take more WQEs (its window has room).
     /// Whether the QP streams, for the receive softirq's hand-off
     /// ([`QpShared::queue_rx`]): the requester holds [`STREAM_WQES`] WQEs
     /// or more, some unacknowledged (the responses it receives are not
@@ -841,6 +840,7 @@ impl RcState {
         (self.sq.len() >= STREAM_WQES && self.sq.has_unacked()) || self.peer_streams
     }
 
+    /// Whether the requester may take more WQEs (its window has room).
     pub(crate) fn window_has_room(&self) -> bool {
         self.sq.has_room()
     }
