@@ -72,9 +72,7 @@ impl PassThreads {
         let thread = fewest.clone();
         thread.qps.fetch_add(1, Ordering::Relaxed);
         // The next thread in the list (the first after the last).
-        let all = Iterator::chain(core::iter::once(&self.first), self.rest.iter());
-        let partner = all
-            .clone()
+        let partner = Iterator::chain(core::iter::once(&self.first), self.rest.iter())
             .skip_while(|t| !Arc::ptr_eq(t, &thread))
             .nth(1)
             .unwrap_or(&self.first)
