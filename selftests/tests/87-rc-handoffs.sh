@@ -11,6 +11,17 @@
 # is certain: a 64-byte ib_write_bw stream completes either way, and
 # verbs_data's bytes check out with the threads on the other CPU (its
 # streams hand off where posts are fast enough, below).
+#
+# Then with one pass thread pinned to each CPU:
+# - a stream's doorbells hand off whichever CPU it posts from: the QP's
+#   own thread, or else its partner (with its own thread alone, a process
+#   on that thread's CPU would never hand off);
+# - the receiver of a stream of unsignaled 4 KiB WRITEs leaves most of its
+#   packets to a pass thread (rcvd_worker_handoffs) instead of running a
+#   pass in the receive softirq for each (rcvd_softirq_passes);
+# - a ping-pong (ib_write_lat: every message signaled and waited for)
+#   keeps its packets in the softirq: a hop would add a wake-up to each
+#   round trip.
 # timeout: 300
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -35,17 +46,22 @@ pin_pass_threads() {
 	done
 }
 
-# perftest TOOL SIZE N WHAT: N messages of SIZE bytes from h2 (client on
-# CPU 0); sets HANDOFFS and PASSES to what sroce2's counters moved.
+# perftest TOOL SIZE N WHAT [CPU]: N messages of SIZE bytes from h2
+# (client on CPU, default 0); sets HANDOFFS and PASSES to what sroce2's
+# counters moved, RX_LEFT and RX_SOFTIRQ to sroce1's
+# rcvd_worker_handoffs and rcvd_softirq_passes.
 perftest() {
-	local h0 t0
+	local h0 t0 l0 s0
 	h0=$(hw_counter sroce2 doorbell_handoffs) t0=$(hw_counter sroce2 thread_passes)
+	l0=$(hw_counter sroce1 rcvd_worker_handoffs) s0=$(hw_counter sroce1 rcvd_softirq_passes)
 	run_pair h1 "$1 -d sroce1 -x $g1 -s $2 -n $3 -F" \
-		h2 "taskset -c 0 $1 -d sroce2 -x $g2 -s $2 -n $3 -F 10.77.1.1"
+		h2 "taskset -c ${5:-0} $1 -d sroce2 -x $g2 -s $2 -n $3 -F 10.77.1.1"
 	assert_perftest_row "$2" "$3" "$1 result line, $4"
 	HANDOFFS=$(($(hw_counter sroce2 doorbell_handoffs) - h0))
 	PASSES=$(($(hw_counter sroce2 thread_passes) - t0))
-	note "$1 -s $2, $4: doorbell_handoffs +$HANDOFFS, thread_passes +$PASSES"
+	RX_LEFT=$(($(hw_counter sroce1 rcvd_worker_handoffs) - l0))
+	RX_SOFTIRQ=$(($(hw_counter sroce1 rcvd_softirq_passes) - s0))
+	note "$1 -s $2, $4: doorbell_handoffs +$HANDOFFS, thread_passes +$PASSES; receiver: rcvd_worker_handoffs +$RX_LEFT, rcvd_softirq_passes +$RX_SOFTIRQ"
 }
 
 # stream WHAT: a 64-byte WRITE stream.
@@ -79,3 +95,18 @@ stream "pass threads on the client's CPU"
 # (the hand-off wakes it), none after.
 threads=$(pass_threads | wc -l)
 ((HANDOFFS <= threads)) || fail "$HANDOFFS doorbell hand-offs with the pass threads on the client's CPU (at most $threads: one per thread before it moves)"
+
+# One thread per CPU: sroce_pass/N on CPU N mod 2.
+for d in $(pass_threads); do
+	n=$(sed 's|sroce_pass/||' "$d/comm")
+	taskset -pc $((n % 2)) "${d#/proc/}" >/dev/null || fail "taskset -pc $((n % 2)) ${d#/proc/} ($(cat "$d/comm"))"
+done
+((threads >= 2)) || fail "$threads pass threads on a two-CPU machine"
+for cpu in 0 1; do
+	perftest ib_write_bw 64 5000 "one pass thread per CPU, posted from CPU $cpu" "$cpu"
+	((HANDOFFS > 0)) || fail "no doorbell of a stream posted from CPU $cpu left its pass to a pass thread on the other CPU"
+done
+perftest ib_write_bw 4096 2000 "one pass thread per CPU"
+((RX_LEFT > RX_SOFTIRQ)) || fail "the receiver of a 4 KiB WRITE stream ran $RX_SOFTIRQ softirq passes and left $RX_LEFT packets to a pass thread (most should be left)"
+perftest ib_write_lat 8 1000 "one pass thread per CPU"
+((RX_SOFTIRQ > RX_LEFT)) || fail "a ping-pong's server left $RX_LEFT packets to a pass thread and ran $RX_SOFTIRQ softirq passes (most should run in the softirq)"
