@@ -512,7 +512,7 @@ static void test_pipeline(void)
  * while earlier ones are unacknowledged, as perftest's bandwidth tools
  * post: 8 rounds of 16 WRITEs of 64 bytes to distinct places and 8 SENDs,
  * only each round's last signaled. (sroce's doorbell may leave such a
- * stream's passes to another CPU: 87-rc-doorbell-handoff.)
+ * stream's passes to another CPU: 87-rc-handoffs.)
  */
 static void test_stream(void)
 {
